@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Config loading entry points, ADDR@PORT and domain-name parsing, loader plumbing. */
+#include "conf/conf.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf/loader.h"
+#include "conf/ytree.h"
+
+/* Largest config or include file read (an ISP's full prefix list is a few MiB). */
+#define CONF_FILE_MAX ((size_t)256 << 20)
+
+const char *conf_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case CONF_E_INVALID:
+		return "the configuration has errors";
+	case CONF_E_YAML:
+		return "not well-formed YAML";
+	case CONF_E_TARGET:
+		return "bad ADDR[@PORT]";
+	default:
+		if (err < 0 && err > -4096)
+			return strerror(-err);
+		return "unknown error";
+	}
+}
+
+int conf_addr_parse_why(const char *text, uint16_t default_port, struct conf_addr *out,
+                        const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	*why = "not an IPv4 or IPv6 address";
+	if (text[0] == '[') {
+		*why = "write IPv6 addresses without brackets, e.g. ::1@53";
+		return CONF_E_TARGET;
+	}
+	const char *at = strchr(text, '@');
+	size_t hlen = at != NULL ? (size_t)(at - text) : strlen(text);
+	char host[INET6_ADDRSTRLEN];
+	if (hlen == 0 || hlen >= sizeof(host))
+		return CONF_E_TARGET;
+	memcpy(host, text, hlen);
+	host[hlen] = '\0';
+
+	unsigned port = default_port;
+	if (at != NULL) {
+		const char *p = at + 1;
+		size_t digits = strspn(p, "0123456789");
+		port = 0;
+		if (digits == 0 || digits > 5 || p[digits] != '\0') {
+			*why = "port must be a number 1..65535";
+			return CONF_E_TARGET;
+		}
+		for (size_t i = 0; i < digits; i++)
+			port = port * 10 + (unsigned)(p[i] - '0');
+	}
+	if (port == 0 || port > 65535) {
+		*why = "port must be a number 1..65535";
+		return CONF_E_TARGET;
+	}
+
+	struct sockaddr_in *sin = (struct sockaddr_in *)&out->ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->ss;
+	char norm[INET6_ADDRSTRLEN];
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		out->len = sizeof(*sin);
+		inet_ntop(AF_INET, &sin->sin_addr, norm, sizeof(norm));
+	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		out->len = sizeof(*sin6);
+		inet_ntop(AF_INET6, &sin6->sin6_addr, norm, sizeof(norm));
+	} else {
+		memset(out, 0, sizeof(*out));
+		return CONF_E_TARGET;
+	}
+	snprintf(out->text, sizeof(out->text), "%s@%u", norm, port);
+	return 0;
+}
+
+int conf_addr_parse(const char *text, uint16_t default_port, struct conf_addr *out)
+{
+	const char *why;
+	return conf_addr_parse_why(text, default_port, out, &why);
+}
+
+int conf_name_normalize(const char *text, char *out, size_t size)
+{
+	size_t len = strlen(text);
+	if (len == 0)
+		return -EINVAL;
+	if (strcmp(text, ".") == 0) {
+		if (size < 2)
+			return -EINVAL;
+		memcpy(out, ".", 2);
+		return 0;
+	}
+	if (text[len - 1] == '.')
+		len--;
+	/* 253 characters of text is the 255-octet wire limit. */
+	if (len > 253 || len + 2 > size)
+		return -EINVAL;
+	size_t label = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)text[i];
+		if (ch == '.') {
+			if (label == 0)
+				return -EINVAL;
+			label = 0;
+		} else {
+			if (ch <= 0x20 || ch >= 0x7f || ch == '\\' || ++label > 63)
+				return -EINVAL;
+		}
+		out[i] = (char)tolower(ch);
+	}
+	if (label == 0)
+		return -EINVAL;
+	out[len] = '.';
+	out[len + 1] = '\0';
+	return 0;
+}
+
+/* Loader plumbing. */
+
+static void loader_report(struct loader *L, bool error, const struct ynode *n, bool with_value,
+                          const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+static void loader_report(struct loader *L, bool error, const struct ynode *n, bool with_value,
+                          const char *fmt, va_list ap)
+{
+	const char *value = NULL;
+	if (with_value && n != NULL && n->type == YNODE_SCALAR)
+		value = n->u.str;
+	if (n != NULL)
+		conf_diag_add(&L->diag, error, n->src, n->line, n->col, L->name, L->key, value, fmt,
+		              ap);
+	else
+		conf_diag_add(&L->diag, error, NULL, 0, 0, L->name, L->key, value, fmt, ap);
+}
+
+void conf_error(struct loader *L, const struct ynode *n, bool with_value, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	loader_report(L, true, n, with_value, fmt, ap);
+	va_end(ap);
+}
+
+void conf_warning(struct loader *L, const struct ynode *n, bool with_value, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	loader_report(L, false, n, with_value, fmt, ap);
+	va_end(ap);
+}
+
+/* Longest single key shown in a path. */
+#define KEY_PART_MAX 48
+
+size_t conf_key_push(struct loader *L, const char *name)
+{
+	size_t saved = L->keylen;
+	if (L->keylen > 0 && L->keylen + 1 < sizeof(L->key))
+		L->key[L->keylen++] = '.';
+	conf_diag_escape(L->key, sizeof(L->key), &L->keylen, name, KEY_PART_MAX);
+	L->key[L->keylen] = '\0';
+	return saved;
+}
+
+size_t conf_key_index(struct loader *L, size_t i)
+{
+	size_t saved = L->keylen;
+	int w = snprintf(L->key + L->keylen, sizeof(L->key) - L->keylen, "[%zu]", i);
+	if (w > 0)
+		L->keylen = L->keylen + (size_t)w < sizeof(L->key) ? L->keylen + (size_t)w
+		                                                   : sizeof(L->key) - 1;
+	return saved;
+}
+
+void conf_key_pop(struct loader *L, size_t len)
+{
+	L->keylen = len;
+	L->key[len] = '\0';
+}
+
+void conf_key_set(struct loader *L, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(L->key, sizeof(L->key), fmt, ap);
+	va_end(ap);
+	L->keylen = w < 0 ? 0 : (size_t)w < sizeof(L->key) ? (size_t)w : sizeof(L->key) - 1;
+	L->key[L->keylen] = '\0';
+}
+
+int conf_read_file(const char *path, bool regular_only, char **buf, size_t *len)
+{
+	*buf = NULL;
+	*len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (S_ISDIR(st.st_mode) || (regular_only && !S_ISREG(st.st_mode))) {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+	if (cap > CONF_FILE_MAX + 1)
+		cap = CONF_FILE_MAX + 1;
+	char *b = malloc(cap);
+	size_t n = 0;
+	int rc = 0;
+	while (b != NULL) {
+		if (n + 1 >= cap) {
+			if (cap > CONF_FILE_MAX) {
+				rc = -EFBIG;
+				break;
+			}
+			size_t ncap = cap * 2 > CONF_FILE_MAX + 1 ? CONF_FILE_MAX + 1 : cap * 2;
+			char *nb = realloc(b, ncap);
+			if (nb == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			b = nb;
+			cap = ncap;
+		}
+		ssize_t r = read(fd, b + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (b == NULL)
+		return -ENOMEM;
+	if (rc != 0) {
+		free(b);
+		return rc;
+	}
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+void conf_include_load(struct loader *L)
+{
+	struct conf_state *st = &L->st;
+	const char *inc = st->include;
+	char *path;
+	if (inc[0] == '/' || L->dir == NULL) {
+		path = strdup(inc);
+	} else {
+		size_t dl = strlen(L->dir), il = strlen(inc);
+		bool slash = dl > 0 && L->dir[dl - 1] == '/';
+		path = malloc(dl + il + 2);
+		if (path != NULL)
+			snprintf(path, dl + il + 2, "%s%s%s", L->dir, slash ? "" : "/", inc);
+	}
+	if (path == NULL) {
+		L->oom = true;
+		return;
+	}
+	free(st->conf.partitions.include);
+	st->conf.partitions.include = path;
+
+	char *buf;
+	size_t len;
+	int rc = conf_read_file(path, true, &buf, &len);
+	if (rc != 0) {
+		size_t saved = conf_key_push(L, "include");
+		conf_error(L, st->include_node, false, "cannot read include file '%s': %s", path,
+		           rc == -EINVAL ? "not a regular file" : strerror(-rc));
+		conf_key_pop(L, saved);
+		return;
+	}
+	rc = conf_ydoc_parse(&L->docs[1], buf, len, path, 1, &L->diag);
+	free(buf);
+	if (rc == CONF_E_YAML) {
+		L->yaml_failed = true;
+		return;
+	}
+	if (rc != 0) {
+		L->oom = true;
+		return;
+	}
+	L->ndocs = 2;
+	conf_schema_apply_include(L, L->docs[1].root);
+}
+
+/* Parse, apply, check; dir (owned, may be NULL) resolves relative includes. */
+static int load(const char *text, size_t len, const char *name, char *dir, FILE *err,
+                struct conf **out, unsigned *nerrors)
+{
+	*out = NULL;
+	struct loader *L = calloc(1, sizeof(*L));
+	if (L == NULL) {
+		free(dir);
+		return -ENOMEM;
+	}
+	L->diag.out = err;
+	L->name = name;
+	L->dir = dir;
+	L->st.conf.path = strdup(name);
+	if (L->st.conf.path == NULL || conf_schema_defaults(L) != 0)
+		L->oom = true;
+
+	if (!L->oom) {
+		int rc = conf_ydoc_parse(&L->docs[0], text, len, name, 0, &L->diag);
+		if (rc == CONF_E_YAML)
+			L->yaml_failed = true;
+		else if (rc != 0)
+			L->oom = true;
+		else
+			L->ndocs = 1;
+	}
+	if (L->ndocs == 1) {
+		conf_schema_apply(L, L->docs[0].root);
+		/* Cross-checks on a half-read file would only add noise. */
+		if (!L->yaml_failed && !L->oom)
+			conf_check(L, L->docs[0].root);
+	}
+
+	int rc = 0;
+	if (L->oom) {
+		conf_diag_node(&L->diag, true, NULL, name, NULL, NULL, "out of memory");
+		rc = -ENOMEM;
+	} else if (L->yaml_failed) {
+		rc = CONF_E_YAML;
+	} else if (L->diag.nerrors > 0) {
+		rc = CONF_E_INVALID;
+	} else {
+		struct conf *c = malloc(sizeof(*c));
+		if (c == NULL) {
+			conf_diag_node(&L->diag, true, NULL, name, NULL, NULL, "out of memory");
+			rc = -ENOMEM;
+		} else {
+			*c = L->st.conf;
+			memset(&L->st.conf, 0, sizeof(L->st.conf));
+			*out = c;
+		}
+	}
+	if (nerrors != NULL)
+		*nerrors = L->diag.nerrors;
+	conf_diag_flush(&L->diag);
+	for (unsigned i = 0; i < 2; i++)
+		conf_ydoc_free(&L->docs[i]);
+	conf_schema_free(&L->st);
+	free(L->dir);
+	free(L);
+	return rc;
+}
+
+int conf_load_string(const char *text, size_t len, const char *name, FILE *err, struct conf **out,
+                     unsigned *nerrors)
+{
+	return load(text, len, name != NULL ? name : "(string)", NULL, err, out, nerrors);
+}
+
+int conf_load(const char *path, FILE *err, struct conf **out, unsigned *nerrors)
+{
+	*out = NULL;
+	char *text;
+	size_t len;
+	int rc = conf_read_file(path, false, &text, &len);
+	if (rc != 0) {
+		if (err != NULL) {
+			fprintf(err, "%s: error: cannot read: %s\n", path, strerror(-rc));
+			fflush(err);
+		}
+		if (nerrors != NULL)
+			*nerrors = 1;
+		return rc;
+	}
+	char *dir = NULL;
+	const char *slash = strrchr(path, '/');
+	if (slash != NULL) {
+		size_t dl = slash == path ? 1 : (size_t)(slash - path);
+		dir = strndup(path, dl);
+		if (dir == NULL) {
+			free(text);
+			return -ENOMEM;
+		}
+	}
+	rc = load(text, len, path, dir, err, out, nerrors);
+	free(text);
+	return rc;
+}
+
+void conf_free(struct conf *c)
+{
+	if (c == NULL)
+		return;
+	/* The schema knows every allocated field; reuse its free. */
+	struct conf_state st;
+	memset(&st, 0, sizeof(st));
+	st.conf = *c;
+	conf_schema_free(&st);
+	free(c);
+}

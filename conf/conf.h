@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The YAML configuration: load, validate, and the resulting immutable object. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "mapping/mapping.h"
+#include "partition/partition.h"
+#include "partition/prefix.h"
+
+/* Error codes (negative), in the conf module's range. */
+enum {
+	CONF_E_INVALID = -3001, /* the config has errors (they were reported) */
+	CONF_E_YAML = -3002,    /* not well-formed YAML */
+	CONF_E_TARGET = -3003,  /* bad ADDR[@PORT] */
+};
+
+#define CONF_DEFAULT_PATH "/etc/partdns/partdns.yaml"
+
+/* An ADDR[@PORT] endpoint (listen address or upstream target). */
+struct conf_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char text[64]; /* as normalized for messages: "ADDR@PORT" */
+};
+
+enum conf_policy { CONF_POLICY_ITERATE, CONF_POLICY_FORWARD };
+
+enum conf_unmatched {
+	CONF_UNMATCHED_COMMON,    /* no partition: everything goes the normal way */
+	CONF_UNMATCHED_REFUSE,    /* REFUSED */
+	CONF_UNMATCHED_PARTITION, /* treated as partitions.unmatched_id */
+};
+
+struct conf_forward_zone {
+	char *name;               /* fully qualified, lower case, trailing dot */
+	size_t nservers;
+	struct conf_addr *servers;
+};
+
+struct conf_option {
+	char *name;  /* ub_ctx_set_option name, with the trailing ':' */
+	char *value;
+};
+
+struct conf {
+	char *path;
+
+	struct {
+		size_t nlisten;
+		struct conf_addr *listen;
+		unsigned threads;         /* resolved: 0 in the file = one per core */
+		size_t nallow;
+		struct prefix *allow;
+		char *control;            /* control socket path */
+		char *store;              /* LMDB environment directory */
+		unsigned tcp_idle_ms;     /* idle TCP connection timeout */
+		unsigned tcp_max_clients; /* per worker thread */
+	} server;
+
+	struct {
+		uint64_t max_bytes;
+		uint32_t min_ttl;
+		uint32_t max_ttl;
+		uint32_t max_negative_ttl;
+	} cache;
+
+	struct {
+		char *root_hints;   /* "" = built-in */
+		char *trust_anchor; /* "" = no validation */
+		size_t nforward_zones;
+		struct conf_forward_zone *forward_zones;
+		size_t noptions;
+		struct conf_option *options;
+	} resolver;
+
+	struct {
+		unsigned threads;
+		enum conf_policy policy;
+		size_t nforward;
+		struct conf_addr *forward;
+		unsigned timeout_ms;
+		unsigned max_inflight;  /* cap on concurrent EDNS resolutions */
+		size_t ntrusted_ecs;
+		struct prefix *trusted_ecs;
+	} edns;
+
+	struct {
+		enum conf_unmatched unmatched;
+		unsigned unmatched_id;   /* for CONF_UNMATCHED_PARTITION */
+		char *include;           /* partitions file, or NULL when inline */
+		struct ptable *table;    /* built, ready for lookups */
+		struct mapping *mapping; /* indexed by partition id */
+	} partitions;
+};
+
+/**
+ * Load and validate a config file. Every error and warning is written to err
+ * (may be NULL) as "file:line:col: error: what (key 'a.b', value 'v')".
+ * @param nerrors out, optional: number of errors.
+ * @return 0 (*out set, free with conf_free), CONF_E_INVALID, CONF_E_YAML,
+ *         or -errno when the file cannot be read.
+ */
+int conf_load(const char *path, FILE *err, struct conf **out, unsigned *nerrors);
+
+/** As conf_load, from memory; name is used in messages (includes resolve relative to the cwd). */
+int conf_load_string(const char *text, size_t len, const char *name, FILE *err,
+                     struct conf **out, unsigned *nerrors);
+
+void conf_free(struct conf *c);
+
+/**
+ * Parse "ADDR", "ADDR@PORT" (IPv4 or IPv6, no brackets).
+ * @return 0 or CONF_E_TARGET.
+ */
+int conf_addr_parse(const char *text, uint16_t default_port, struct conf_addr *out);
+
+/**
+ * Normalize a domain name: lower case, trailing dot, each label 1..63,
+ * total <= 253 characters of text. @return 0 or -EINVAL.
+ */
+int conf_name_normalize(const char *text, char *out, size_t size);
+
+/** Text of a CONF_E_* or negative errno code. */
+const char *conf_strerror(int err);

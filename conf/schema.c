@@ -1,0 +1,880 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The config schema: a row per key (type, range, default, check) and the walk that applies it. */
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "conf/conf.h"
+#include "conf/loader.h"
+#include "mapping/mapping.h"
+#include "partition/partition.h"
+#include "partition/prefix.h"
+
+enum stype {
+	ST_SECTION, /* a mapping of sub-items */
+	ST_UINT,    /* decimal integer in min..max, an unsigned/uint32_t/uint64_t field */
+	ST_SIZE,    /* integer with optional K/M/G suffix (powers of 1024), uint64_t */
+	ST_STR,     /* any string, char * */
+	ST_PATH,    /* a non-empty string, char * */
+	ST_TEXT,    /* free text without control characters, char * */
+	ST_COUNTRY, /* ISO 3166-1 alpha-2, stored upper case, char * */
+	ST_REGION,  /* ISO 3166-2 ("CN-JS"), stored upper case, char * */
+	ST_ENUM,    /* one of enums, an enum field */
+	ST_TARGET,  /* ADDR[@PORT], struct conf_addr; min is the default port */
+	ST_PREFIX,  /* ADDR/LEN or ADDR, struct prefix */
+	ST_ADDR4,   /* an IPv4 address, struct prefix (/32) */
+	ST_PREFIX6, /* an IPv6 prefix of length 1..128 or address, struct prefix */
+	ST_DNAME,   /* domain name, normalized, char * */
+	ST_PNAME,   /* partition name [a-z0-9_-]{1,63}, char * */
+	ST_OPTIONS, /* mapping name -> scalar, struct conf_option array */
+};
+
+#define SF_LIST 1u     /* a list of the type; off is the array, count_off its size_t count */
+#define SF_REQUIRED 2u /* must be present (with a value) */
+#define SF_NONEMPTY 4u /* a list that must have at least one item */
+#define SF_NODE 8u     /* node_off records the value's node; set twice across files is an error */
+
+struct senum {
+	const char *name;
+	int value;
+};
+
+struct sitem {
+	const char *name; /* NULL ends a table */
+	enum stype type;
+	unsigned flags;
+	size_t off;       /* field in the base struct */
+	size_t size;      /* sizeof the field, or of one element with SF_LIST */
+	size_t count_off; /* SF_LIST, ST_OPTIONS: the size_t count */
+	size_t node_off;  /* SF_NODE: a const struct ynode * */
+	uint64_t min, max;
+	const char *def;           /* default as config text; NULL: zero/NULL */
+	const char *const *defs;   /* SF_LIST default items, NULL-terminated */
+	const struct sitem *sub;   /* ST_SECTION */
+	const struct senum *enums; /* ST_ENUM, NULL-terminated */
+	void (*check)(struct loader *L, const struct ynode *n); /* after a present item */
+};
+
+/* Most items in one section, for the duplicate-key bookkeeping. */
+#define SECTION_MAX 16
+
+#define FLD(S, m) .off = offsetof(S, m), .size = sizeof(((S *)0)->m)
+#define LST(S, m, cnt, fl) \
+	.flags = SF_LIST | (fl), .off = offsetof(S, m), .size = sizeof(*((S *)0)->m), \
+	.count_off = offsetof(S, cnt)
+#define NODE(S, m) .node_off = offsetof(S, m)
+#define SEC(items) .type = ST_SECTION, .sub = items
+
+#define K 1024ull
+#define MIB (K * K)
+#define TIB (K * K * K * K)
+
+static const char *const listen_defs[] = { "127.0.0.1@5353", "::1@5353", NULL };
+static const char *const allow_defs[] = { "127.0.0.0/8", "::1/128", NULL };
+
+static const struct senum policy_enums[] = {
+	{ "iterate", CONF_POLICY_ITERATE },
+	{ "forward", CONF_POLICY_FORWARD },
+	{ NULL, 0 },
+};
+_Static_assert(sizeof(enum conf_policy) == sizeof(int), "ST_ENUM stores an int");
+
+/* clang-format off */
+#define CS struct conf_state
+static const struct sitem server_items[] = {
+	{ .name = "listen", .type = ST_TARGET, LST(CS, conf.server.listen, conf.server.nlisten, SF_NONEMPTY),
+	  .min = 53, .defs = listen_defs },
+	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.server.threads), .min = 0, .max = 256, .def = "2" },
+	{ .name = "allow", .type = ST_PREFIX, LST(CS, conf.server.allow, conf.server.nallow, 0),
+	  .defs = allow_defs },
+	{ .name = "control", .type = ST_PATH, FLD(CS, conf.server.control),
+	  .def = "/run/partdns/control.sock" },
+	{ .name = "store", .type = ST_PATH, FLD(CS, conf.server.store), .def = "/var/lib/partdns" },
+	{ .name = "tcp_idle_ms", .type = ST_UINT, FLD(CS, conf.server.tcp_idle_ms), .min = 100,
+	  .max = 600000, .def = "10000" },
+	{ .name = "tcp_max_clients", .type = ST_UINT, FLD(CS, conf.server.tcp_max_clients), .min = 1,
+	  .max = 100000, .def = "1000" },
+	{ .name = NULL },
+};
+
+/* RFC 2181 §8: TTLs are 31-bit. */
+#define TTL_MAX 2147483647u
+
+static const struct sitem cache_items[] = {
+	{ .name = "max_bytes", .type = ST_SIZE, FLD(CS, conf.cache.max_bytes), .min = MIB, .max = TIB,
+	  .def = "256M" },
+	{ .name = "min_ttl", .type = ST_UINT, FLD(CS, conf.cache.min_ttl), .max = TTL_MAX, .def = "0" },
+	{ .name = "max_ttl", .type = ST_UINT, FLD(CS, conf.cache.max_ttl), .max = TTL_MAX, .def = "86400" },
+	{ .name = "max_negative_ttl", .type = ST_UINT, FLD(CS, conf.cache.max_negative_ttl),
+	  .max = TTL_MAX, .def = "3600" },
+	{ .name = NULL },
+};
+
+#define FZ struct conf_forward_zone
+static const struct sitem zone_items[] = {
+	{ .name = "name", .type = ST_DNAME, .flags = SF_REQUIRED, FLD(FZ, name) },
+	{ .name = "servers", .type = ST_TARGET, LST(FZ, servers, nservers, SF_REQUIRED | SF_NONEMPTY),
+	  .min = 53 },
+	{ .name = NULL },
+};
+
+static const struct sitem resolver_items[] = {
+	{ .name = "root_hints", .type = ST_STR, FLD(CS, conf.resolver.root_hints), .def = "" },
+	{ .name = "trust_anchor", .type = ST_STR, FLD(CS, conf.resolver.trust_anchor), .def = "" },
+	{ .name = "forward_zones", SEC(zone_items),
+	  LST(CS, conf.resolver.forward_zones, conf.resolver.nforward_zones, 0) },
+	{ .name = "options", .type = ST_OPTIONS, .off = offsetof(CS, conf.resolver.options),
+	  .count_off = offsetof(CS, conf.resolver.noptions) },
+	{ .name = NULL },
+};
+
+static const struct sitem edns_items[] = {
+	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.edns.threads), .min = 1, .max = 64, .def = "1" },
+	{ .name = "policy", .type = ST_ENUM, FLD(CS, conf.edns.policy), .enums = policy_enums,
+	  .def = "iterate" },
+	{ .name = "forward", .type = ST_TARGET, LST(CS, conf.edns.forward, conf.edns.nforward, 0),
+	  .min = 53 },
+	{ .name = "timeout_ms", .type = ST_UINT, FLD(CS, conf.edns.timeout_ms), .min = 50, .max = 60000,
+	  .def = "1500" },
+	{ .name = "max_inflight", .type = ST_UINT, FLD(CS, conf.edns.max_inflight), .min = 1,
+	  .max = 1000000, .def = "1000" },
+	{ .name = "trusted_ecs", .type = ST_PREFIX,
+	  LST(CS, conf.edns.trusted_ecs, conf.edns.ntrusted_ecs, 0) },
+	{ .name = NULL },
+};
+
+#define CP struct conf_part
+static const struct sitem part_items[] = {
+	{ .name = "name", .type = ST_PNAME, .flags = SF_REQUIRED | SF_NODE, FLD(CP, name),
+	  NODE(CP, name_node) },
+	{ .name = "label", .type = ST_TEXT, FLD(CP, label) },
+	{ .name = "country", .type = ST_COUNTRY, FLD(CP, country) },
+	{ .name = "region", .type = ST_REGION, FLD(CP, region) },
+	{ .name = "city", .type = ST_TEXT, FLD(CP, city) },
+	{ .name = "postal", .type = ST_TEXT, FLD(CP, postal) },
+	{ .name = "mapped", .type = ST_ADDR4, .flags = SF_NODE, FLD(CP, mapped), NODE(CP, mapped_node) },
+	{ .name = "mapped6", .type = ST_PREFIX6, .flags = SF_NODE, FLD(CP, mapped6),
+	  NODE(CP, mapped6_node) },
+	{ .name = "prefixes", .type = ST_PREFIX, LST(CP, prefixes, nprefixes, SF_NODE),
+	  NODE(CP, prefixes_node) },
+	{ .name = NULL },
+};
+
+static void partitions_done(struct loader *L, const struct ynode *n);
+
+/* The partitions section, and (without include) the top of an included file. */
+static const struct sitem partitions_items[] = {
+	{ .name = "unmatched", .type = ST_STR, .flags = SF_NODE, FLD(CS, unmatched),
+	  NODE(CS, unmatched_node), .def = "common" },
+	{ .name = "include", .type = ST_PATH, .flags = SF_NODE, FLD(CS, include), NODE(CS, include_node) },
+	{ .name = "list", SEC(part_items), LST(CS, parts, nparts, SF_NODE), NODE(CS, list_node) },
+	{ .name = NULL },
+};
+
+static const struct sitem include_items[] = {
+	{ .name = "unmatched", .type = ST_STR, .flags = SF_NODE, FLD(CS, unmatched),
+	  NODE(CS, unmatched_node) },
+	{ .name = "list", SEC(part_items), LST(CS, parts, nparts, SF_NODE), NODE(CS, list_node) },
+	{ .name = NULL },
+};
+
+static const struct sitem root_items[] = {
+	{ .name = "server", SEC(server_items) },
+	{ .name = "cache", SEC(cache_items) },
+	{ .name = "resolver", SEC(resolver_items) },
+	{ .name = "edns", SEC(edns_items) },
+	{ .name = "partitions", SEC(partitions_items), .check = partitions_done },
+	{ .name = NULL },
+};
+
+/* clang-format on */
+
+/* Scalar parsers: 0, or -1 after reporting at n. */
+
+static bool is_string_type(enum stype t)
+{
+	return t == ST_STR || t == ST_PATH || t == ST_TEXT || t == ST_COUNTRY || t == ST_REGION ||
+	       t == ST_DNAME || t == ST_PNAME;
+}
+
+/* Decimal digits only; *neg for a leading '-'. @return 0, -EINVAL (syntax), -ERANGE. */
+static int parse_u64(const char *s, uint64_t *out, bool *neg, const char **end)
+{
+	*neg = false;
+	if (*s == '-') {
+		*neg = true;
+		s++;
+	}
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	uint64_t v = 0;
+	int rc = 0;
+	for (; isdigit((unsigned char)*s); s++) {
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			rc = -ERANGE;
+		else
+			v = v * 10 + d;
+	}
+	*out = v;
+	*end = s;
+	return rc;
+}
+
+/* "256M" for whole multiples of a unit, else the number. */
+static void format_size(uint64_t v, char *buf, size_t size)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	while (v != 0 && v % 1024 == 0 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, size, "%" PRIu64, v);
+	else
+		snprintf(buf, size, "%" PRIu64 "%c", v, units[u]);
+}
+
+static int parse_uint(struct loader *L, const struct sitem *it, const struct ynode *n,
+                      const char *s, void *dst)
+{
+	uint64_t v;
+	bool neg;
+	const char *end;
+	int rc = parse_u64(s, &v, &neg, &end);
+	if (rc == -EINVAL || (rc == 0 && *end != '\0')) {
+		conf_error(L, n, true, "expected an integer");
+		return -1;
+	}
+	if (rc != 0 || neg || v < it->min || v > it->max) {
+		conf_error(L, n, true, "out of range %" PRIu64 "..%" PRIu64, it->min, it->max);
+		return -1;
+	}
+	if (it->size == sizeof(uint64_t)) {
+		memcpy(dst, &v, sizeof(v));
+	} else {
+		uint32_t v32 = (uint32_t)v;
+		memcpy(dst, &v32, sizeof(v32));
+	}
+	return 0;
+}
+
+static int parse_size(struct loader *L, const struct sitem *it, const struct ynode *n,
+                      const char *s, void *dst)
+{
+	uint64_t v;
+	bool neg;
+	const char *end;
+	int rc = parse_u64(s, &v, &neg, &end);
+	uint64_t mul = 1;
+	if (rc != -EINVAL) {
+		switch (*end) {
+		case 'K':
+		case 'k':
+			mul = K;
+			end++;
+			break;
+		case 'M':
+		case 'm':
+			mul = MIB;
+			end++;
+			break;
+		case 'G':
+		case 'g':
+			mul = MIB * K;
+			end++;
+			break;
+		default:
+			break;
+		}
+	}
+	if (rc == -EINVAL || *end != '\0') {
+		conf_error(L, n, true,
+		           "expected a size: an integer with an optional K, M or G suffix");
+		return -1;
+	}
+	if (rc == 0 && v > UINT64_MAX / mul)
+		rc = -ERANGE;
+	v *= mul;
+	if (rc != 0 || neg || v < it->min || v > it->max) {
+		char lo[32], hi[32];
+		format_size(it->min, lo, sizeof(lo));
+		format_size(it->max, hi, sizeof(hi));
+		conf_error(L, n, true, "out of range %s..%s", lo, hi);
+		return -1;
+	}
+	memcpy(dst, &v, sizeof(v));
+	return 0;
+}
+
+static int store_string(struct loader *L, void *dst, const char *s)
+{
+	char *copy = strdup(s);
+	if (copy == NULL) {
+		L->oom = true;
+		return -1;
+	}
+	char **field = dst;
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* 2 ASCII letters, upper-cased into out[3]. */
+static bool country_code(const char *s, char *out)
+{
+	if (!isalpha((unsigned char)s[0]) || !isalpha((unsigned char)s[1]) || s[2] != '\0' ||
+	    (unsigned char)s[0] > 0x7f || (unsigned char)s[1] > 0x7f)
+		return false;
+	out[0] = (char)toupper((unsigned char)s[0]);
+	out[1] = (char)toupper((unsigned char)s[1]);
+	out[2] = '\0';
+	return true;
+}
+
+static int parse_string(struct loader *L, const struct sitem *it, const struct ynode *n,
+                        const char *s, void *dst)
+{
+	char buf[256];
+	switch (it->type) {
+	case ST_PATH:
+		if (s[0] == '\0') {
+			conf_error(L, n, false, "must not be empty");
+			return -1;
+		}
+		break;
+	case ST_TEXT:
+		if (has_control(s)) {
+			conf_error(L, n, true, "control characters are not allowed");
+			return -1;
+		}
+		break;
+	case ST_COUNTRY:
+		if (!country_code(s, buf)) {
+			conf_error(L, n, true,
+			           "expected an ISO 3166-1 alpha-2 country code, e.g. CN");
+			return -1;
+		}
+		s = buf;
+		break;
+	case ST_REGION: {
+		/* ISO 3166-2: country, '-', 1..3 letters or digits. */
+		size_t len = strlen(s), i;
+		bool ok = len >= 4 && len <= 6 && s[2] == '-';
+		char cc[3] = { s[0], len > 1 ? s[1] : '\0', '\0' };
+		ok = ok && country_code(cc, buf);
+		for (i = 3; ok && i < len; i++)
+			ok = (unsigned char)s[i] < 0x80 && isalnum((unsigned char)s[i]);
+		if (!ok) {
+			conf_error(L, n, true, "expected an ISO 3166-2 region code, e.g. CN-JS");
+			return -1;
+		}
+		buf[2] = '-';
+		for (i = 3; i < len; i++)
+			buf[i] = (char)toupper((unsigned char)s[i]);
+		buf[len] = '\0';
+		s = buf;
+		break;
+	}
+	case ST_DNAME:
+		if (conf_name_normalize(s, buf, sizeof(buf)) != 0) {
+			conf_error(L, n, true, "bad domain name");
+			return -1;
+		}
+		s = buf;
+		break;
+	case ST_PNAME: {
+		size_t len = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+		if (len == 0 || len > 63 || s[len] != '\0') {
+			conf_error(L, n, true,
+			           "bad partition name, expected 1..63 characters of a-z, 0-9, '_' "
+			           "and '-'");
+			return -1;
+		}
+		if (strcmp(s, "common") == 0 || strcmp(s, "refuse") == 0) {
+			conf_error(L, n, true, "partition name '%s' is reserved", s);
+			return -1;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	return store_string(L, dst, s);
+}
+
+static int parse_enum(struct loader *L, const struct sitem *it, const struct ynode *n,
+                      const char *s, void *dst)
+{
+	for (const struct senum *e = it->enums; e->name != NULL; e++)
+		if (strcmp(e->name, s) == 0) {
+			memcpy(dst, &e->value, sizeof(e->value));
+			return 0;
+		}
+	char expect[128];
+	size_t len = 0;
+	for (const struct senum *e = it->enums; e->name != NULL; e++) {
+		const char *sep = e == it->enums ? "" : e[1].name == NULL ? " or " : ", ";
+		int w = snprintf(expect + len, sizeof(expect) - len, "%s%s", sep, e->name);
+		if (w > 0 && (size_t)w < sizeof(expect) - len)
+			len += (size_t)w;
+	}
+	conf_error(L, n, true, "expected %s", expect);
+	return -1;
+}
+
+/* Report a prefix_parse failure, suggesting the canonical form for host bits. */
+static void prefix_error(struct loader *L, const struct ynode *n, int rc,
+                         const struct prefix *masked)
+{
+	if (rc == PREFIX_E_HOSTBITS) {
+		char buf[PREFIX_STRLEN];
+		prefix_format(masked, buf, sizeof(buf));
+		conf_error(L, n, true, "host bits set in prefix, did you mean %s", buf);
+	} else {
+		conf_error(L, n, true, "bad prefix: %s", prefix_strerror(rc));
+	}
+}
+
+static int parse_prefix_item(struct loader *L, const struct sitem *it, const struct ynode *n,
+                             const char *s, void *dst)
+{
+	struct prefix p;
+	int rc;
+	switch (it->type) {
+	case ST_ADDR4:
+		rc = prefix_parse_addr(s, &p);
+		if (rc != 0) {
+			conf_error(L, n, true, "bad address: %s", prefix_strerror(rc));
+			return -1;
+		}
+		if (p.family != AF_INET) {
+			conf_error(L, n, true, "expected an IPv4 address (IPv6 goes in mapped6)");
+			return -1;
+		}
+		break;
+	case ST_PREFIX6:
+		rc = prefix_parse(s, &p);
+		if (rc != 0) {
+			prefix_error(L, n, rc, &p);
+			return -1;
+		}
+		if (p.family != AF_INET6) {
+			conf_error(L, n, true,
+			           "expected an IPv6 address or prefix (IPv4 goes in mapped)");
+			return -1;
+		}
+		if (p.len == 0) {
+			conf_error(L, n, true, "prefix length must be 1..128");
+			return -1;
+		}
+		break;
+	default:
+		rc = prefix_parse(s, &p);
+		if (rc != 0) {
+			prefix_error(L, n, rc, &p);
+			return -1;
+		}
+		break;
+	}
+	memcpy(dst, &p, sizeof(p));
+	return 0;
+}
+
+static int parse_target(struct loader *L, const struct sitem *it, const struct ynode *n,
+                        const char *s, void *dst)
+{
+	const char *why = NULL;
+	if (conf_addr_parse_why(s, (uint16_t)it->min, dst, &why) != 0) {
+		conf_error(L, n, true, "bad ADDR@PORT: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* n is NULL for a default; s is the text. */
+static int parse_scalar(struct loader *L, const struct sitem *it, const struct ynode *n,
+                        const char *s, void *dst)
+{
+	switch (it->type) {
+	case ST_UINT:
+		return parse_uint(L, it, n, s, dst);
+	case ST_SIZE:
+		return parse_size(L, it, n, s, dst);
+	case ST_ENUM:
+		return parse_enum(L, it, n, s, dst);
+	case ST_TARGET:
+		return parse_target(L, it, n, s, dst);
+	case ST_PREFIX:
+	case ST_ADDR4:
+	case ST_PREFIX6:
+		return parse_prefix_item(L, it, n, s, dst);
+	default:
+		return parse_string(L, it, n, s, dst);
+	}
+}
+
+/* Freeing. */
+
+static void free_items(const struct sitem *items, void *base);
+
+static void free_options(const struct sitem *it, void *base)
+{
+	struct conf_option **arr = (struct conf_option **)((char *)base + it->off);
+	size_t *count = (size_t *)((char *)base + it->count_off);
+	for (size_t i = 0; i < *count; i++) {
+		free((*arr)[i].name);
+		free((*arr)[i].value);
+	}
+	free(*arr);
+	*arr = NULL;
+	*count = 0;
+}
+
+static void free_list(const struct sitem *it, void *base)
+{
+	char **arr = (char **)((char *)base + it->off);
+	size_t *count = (size_t *)((char *)base + it->count_off);
+	for (size_t i = 0; *arr != NULL && i < *count; i++) {
+		void *elem = *arr + i * it->size;
+		if (it->type == ST_SECTION)
+			free_items(it->sub, elem);
+		else if (is_string_type(it->type))
+			free(*(char **)elem);
+	}
+	free(*arr);
+	*arr = NULL;
+	*count = 0;
+}
+
+static void free_items(const struct sitem *items, void *base)
+{
+	for (const struct sitem *it = items; it->name != NULL; it++) {
+		if (it->type == ST_OPTIONS) {
+			free_options(it, base);
+		} else if (it->flags & SF_LIST) {
+			free_list(it, base);
+		} else if (it->type == ST_SECTION) {
+			free_items(it->sub, base);
+		} else if (is_string_type(it->type)) {
+			char **field = (char **)((char *)base + it->off);
+			free(*field);
+			*field = NULL;
+		}
+	}
+}
+
+void conf_schema_free(struct conf_state *st)
+{
+	free_items(root_items, st);
+	free(st->conf.path);
+	free(st->conf.partitions.include);
+	ptable_free(st->conf.partitions.table);
+	mapping_free(st->conf.partitions.mapping);
+	st->conf.path = NULL;
+	st->conf.partitions.include = NULL;
+	st->conf.partitions.table = NULL;
+	st->conf.partitions.mapping = NULL;
+}
+
+/* Defaults. */
+
+static void apply_defaults(struct loader *L, const struct sitem *items, void *base)
+{
+	for (const struct sitem *it = items; it->name != NULL; it++) {
+		if (it->type == ST_SECTION && !(it->flags & SF_LIST)) {
+			apply_defaults(L, it->sub, base);
+		} else if ((it->flags & SF_LIST) && it->defs != NULL) {
+			size_t n = 0;
+			while (it->defs[n] != NULL)
+				n++;
+			char *arr = calloc(n, it->size);
+			if (arr == NULL) {
+				L->oom = true;
+				continue;
+			}
+			*(char **)((char *)base + it->off) = arr;
+			*(size_t *)((char *)base + it->count_off) = n;
+			for (size_t i = 0; i < n; i++)
+				parse_scalar(L, it, NULL, it->defs[i], arr + i * it->size);
+		} else if (!(it->flags & SF_LIST) && it->def != NULL) {
+			parse_scalar(L, it, NULL, it->def, (char *)base + it->off);
+		}
+	}
+}
+
+int conf_schema_defaults(struct loader *L)
+{
+	apply_defaults(L, root_items, &L->st);
+	return L->oom ? -ENOMEM : 0;
+}
+
+/* The walk. */
+
+static void walk_item(struct loader *L, const struct sitem *it, const struct ynode *n, void *base);
+
+/* Levenshtein distance, for "did you mean"; large for long strings. */
+static unsigned edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 32 || lb > 32)
+		return 99;
+	unsigned row[33];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+static void unknown_key(struct loader *L, const struct sitem *items, const struct ynode *k)
+{
+	const char *best = NULL;
+	unsigned bestd = 3; /* suggest only close misspellings */
+	for (const struct sitem *it = items; it->name != NULL; it++) {
+		unsigned d = edit_distance(k->u.str, it->name);
+		if (d < bestd) {
+			bestd = d;
+			best = it->name;
+		}
+	}
+	if (best != NULL)
+		conf_error(L, k, false, "unknown key, did you mean '%s'?", best);
+	else
+		conf_error(L, k, false, "unknown key");
+}
+
+static void walk_section(struct loader *L, const struct sitem *items, const struct ynode *n,
+                         void *base)
+{
+	if (n->type != YNODE_MAP) {
+		conf_error(L, n, !conf_ynode_is_null(n), "expected a mapping, got %s",
+		           conf_ynode_kind(n));
+		return;
+	}
+	const struct ynode *seen[SECTION_MAX + 1] = { NULL };
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ynode *k = n->u.kids[2 * i], *v = n->u.kids[2 * i + 1];
+		if (k->type != YNODE_SCALAR) {
+			conf_error(L, k, false, "expected a scalar key, got %s",
+			           conf_ynode_kind(k));
+			continue;
+		}
+		size_t idx = 0;
+		while (items[idx].name != NULL && strcmp(items[idx].name, k->u.str) != 0)
+			idx++;
+		assert(idx <= SECTION_MAX);
+		size_t saved = conf_key_push(L, k->u.str);
+		if (items[idx].name == NULL) {
+			unknown_key(L, items, k);
+		} else if (seen[idx] != NULL) {
+			conf_error(L, k, false, "duplicate key, first at line %u, column %u",
+			           (unsigned)seen[idx]->line, (unsigned)seen[idx]->col);
+		} else {
+			seen[idx] = k;
+			walk_item(L, &items[idx], v, base);
+		}
+		conf_key_pop(L, saved);
+	}
+	for (size_t idx = 0; items[idx].name != NULL; idx++)
+		if ((items[idx].flags & SF_REQUIRED) && seen[idx] == NULL)
+			conf_error(L, n, false, "missing required key '%s'", items[idx].name);
+}
+
+static void walk_list(struct loader *L, const struct sitem *it, const struct ynode *n, void *base)
+{
+	if (n->type != YNODE_SEQ) {
+		conf_error(L, n, true, "expected a list, got %s", conf_ynode_kind(n));
+		return;
+	}
+	free_list(it, base);
+	if (n->n == 0) {
+		if (it->flags & SF_NONEMPTY)
+			conf_error(L, n, false, "must not be empty");
+		return;
+	}
+	char *arr = calloc(n->n, it->size);
+	if (arr == NULL) {
+		L->oom = true;
+		return;
+	}
+	*(char **)((char *)base + it->off) = arr;
+	*(size_t *)((char *)base + it->count_off) = n->n;
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ynode *kid = n->u.kids[i];
+		void *elem = arr + i * it->size;
+		size_t saved = conf_key_index(L, i);
+		if (it->type == ST_SECTION) {
+			apply_defaults(L, it->sub, elem);
+			walk_section(L, it->sub, kid, elem);
+		} else if (kid->type != YNODE_SCALAR) {
+			conf_error(L, kid, false, "expected a scalar, got %s",
+			           conf_ynode_kind(kid));
+		} else {
+			parse_scalar(L, it, kid, kid->u.str, elem);
+		}
+		conf_key_pop(L, saved);
+	}
+}
+
+/* ub_ctx_set_option names: letters, digits, '-' and '_', then ':' (added if missing). */
+static bool option_name(const char *s, char *out, size_t size)
+{
+	size_t len = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+	if (len == 0 || len + 2 > size || (s[len] != '\0' && strcmp(s + len, ":") != 0))
+		return false;
+	memcpy(out, s, len);
+	out[len] = ':';
+	out[len + 1] = '\0';
+	return true;
+}
+
+static void walk_options(struct loader *L, const struct sitem *it, const struct ynode *n,
+                         void *base)
+{
+	if (n->type != YNODE_MAP) {
+		conf_error(L, n, true, "expected a mapping, got %s", conf_ynode_kind(n));
+		return;
+	}
+	free_options(it, base);
+	if (n->n == 0)
+		return;
+	struct conf_option *opts = calloc(n->n, sizeof(*opts));
+	const struct ynode **keys = calloc(n->n, sizeof(*keys));
+	if (opts == NULL || keys == NULL) {
+		free(opts);
+		free(keys);
+		L->oom = true;
+		return;
+	}
+	*(struct conf_option **)((char *)base + it->off) = opts;
+	size_t *count = (size_t *)((char *)base + it->count_off);
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ynode *k = n->u.kids[2 * i], *v = n->u.kids[2 * i + 1];
+		if (k->type != YNODE_SCALAR) {
+			conf_error(L, k, false, "expected a scalar key, got %s",
+			           conf_ynode_kind(k));
+			continue;
+		}
+		size_t saved = conf_key_push(L, k->u.str);
+		char name[72];
+		size_t j = 0;
+		if (!option_name(k->u.str, name, sizeof(name))) {
+			conf_error(L, k, false,
+			           "bad option name, expected letters, digits, '-' and '_'");
+			goto next;
+		}
+		while (j < *count && strcmp(opts[j].name, name) != 0)
+			j++;
+		if (j < *count) {
+			conf_error(L, k, false, "duplicate key, first at line %u, column %u",
+			           (unsigned)keys[j]->line, (unsigned)keys[j]->col);
+			goto next;
+		}
+		if (conf_ynode_is_null(v)) {
+			conf_error(L, v, false, "missing value");
+			goto next;
+		}
+		if (v->type != YNODE_SCALAR) {
+			conf_error(L, v, false, "expected a scalar, got %s", conf_ynode_kind(v));
+			goto next;
+		}
+		opts[*count].name = strdup(name);
+		opts[*count].value = strdup(v->u.str);
+		keys[*count] = k;
+		(*count)++;
+		if (opts[*count - 1].name == NULL || opts[*count - 1].value == NULL)
+			L->oom = true;
+	next:
+		conf_key_pop(L, saved);
+	}
+	free(keys);
+}
+
+static void walk_item(struct loader *L, const struct sitem *it, const struct ynode *n, void *base)
+{
+	/* An empty value ("key:" or "key: ~") leaves the default. */
+	if (conf_ynode_is_null(n)) {
+		if (it->flags & SF_REQUIRED)
+			conf_error(L, n, false, "missing value");
+		return;
+	}
+	if (it->flags & SF_NODE) {
+		const struct ynode **slot = (const struct ynode **)((char *)base + it->node_off);
+		if (*slot != NULL) {
+			conf_error(L, n, false, "already set at %s:%u:%u", (*slot)->src->name,
+			           (unsigned)(*slot)->line, (unsigned)(*slot)->col);
+			return;
+		}
+		*slot = n;
+	}
+	if (it->type == ST_OPTIONS)
+		walk_options(L, it, n, base);
+	else if (it->flags & SF_LIST)
+		walk_list(L, it, n, base);
+	else if (it->type == ST_SECTION)
+		walk_section(L, it->sub, n, base);
+	else if (n->type != YNODE_SCALAR)
+		conf_error(L, n, false, "expected a scalar, got %s", conf_ynode_kind(n));
+	else
+		parse_scalar(L, it, n, n->u.str, (char *)base + it->off);
+	if (it->check != NULL)
+		it->check(L, n);
+}
+
+/* After the partitions section: include and list exclude each other, then load the include. */
+static void partitions_done(struct loader *L, const struct ynode *n)
+{
+	struct conf_state *st = &L->st;
+	if (st->include_node != NULL && st->list_node != NULL) {
+		bool list_later = st->list_node->line > st->include_node->line ||
+		                  (st->list_node->line == st->include_node->line &&
+		                   st->list_node->col > st->include_node->col);
+		size_t saved = conf_key_push(L, list_later ? "list" : "include");
+		conf_error(L, list_later ? st->list_node : st->include_node, false,
+		           "include and list are mutually exclusive");
+		conf_key_pop(L, saved);
+		return;
+	}
+	if (st->include_node != NULL && st->include != NULL)
+		conf_include_load(L);
+}
+
+void conf_schema_apply(struct loader *L, const struct ynode *root)
+{
+	if (conf_ynode_is_null(root))
+		return;
+	walk_section(L, root_items, root, &L->st);
+}
+
+void conf_schema_apply_include(struct loader *L, const struct ynode *root)
+{
+	if (conf_ynode_is_null(root))
+		return;
+	walk_section(L, include_items, root, &L->st);
+}

@@ -1,0 +1,675 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The LMDB store of EDNS domains: versioned binary records, a change counter. */
+#include "conf/store.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <lmdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define STORE_FORMAT 1     /* meta "format": layout of the databases */
+#define RECORD_VERSION 1   /* first byte of every record value */
+#define RECORD_HEAD 4
+#define RECORD_TARGET 19   /* family, port, 16 address bytes */
+#define RECORD_SUBTREE 0x01
+#define RECORD_FAMILY_V4 4
+#define RECORD_FAMILY_V6 6
+#define STORE_MAX_READERS 256 /* reader slots; the daemon uses a few, tools one */
+#define STORE_GROW_TRIES 4    /* doublings tried when a write fills the map */
+
+#define META_VERSION "version"
+#define META_FORMAT "format"
+
+struct store {
+	MDB_env *env;
+	MDB_dbi domains;
+	MDB_dbi meta;
+	bool readonly;
+	/* Held shared by every transaction and exclusively to change the map
+	 * size: LMDB requires that no transaction of this process is active
+	 * then, and with MDB_NOTLS other threads may be reading. */
+	pthread_rwlock_t maplock;
+};
+
+/* Translate an LMDB result into our codes; the one place LMDB codes enter. */
+static int lmdb_error(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+	case MDB_DBS_FULL:
+	case MDB_PAGE_FULL:
+		return -ENOSPC;
+	case MDB_READERS_FULL:
+		return -EAGAIN;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INVALID:
+	case MDB_BAD_VALSIZE:
+		return STORE_E_CORRUPT;
+	case MDB_VERSION_MISMATCH:
+	case MDB_INCOMPATIBLE:
+		return STORE_E_VERSION;
+	default:
+		/* LMDB passes system errors through as positive errno values. */
+		if (rc > 0)
+			return -rc;
+		return STORE_E_LMDB;
+	}
+}
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static uint16_t get_be16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* True when text (len bytes, no NUL inside) is a normalized domain name. */
+static bool name_is_normalized(const char *text, size_t len)
+{
+	char buf[256];
+	if (len == 0 || len >= sizeof(buf) || memchr(text, '\0', len) != NULL)
+		return false;
+	char in[256];
+	memcpy(in, text, len);
+	in[len] = '\0';
+	if (conf_name_normalize(in, buf, sizeof(buf)) != 0)
+		return false;
+	return strcmp(in, buf) == 0;
+}
+
+static int target_check(const struct conf_addr *a)
+{
+	if (a->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)&a->ss;
+		if (a->len != sizeof(*sin) || sin->sin_port == 0)
+			return -EINVAL;
+		return 0;
+	}
+	if (a->ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&a->ss;
+		/* A scope id does not survive the record; refuse rather than lose it. */
+		if (a->len != sizeof(*sin6) || sin6->sin6_port == 0 || sin6->sin6_scope_id != 0)
+			return -EINVAL;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int store_domain_check(const struct store_domain *d)
+{
+	if (d == NULL)
+		return -EINVAL;
+	size_t len = strnlen(d->name, sizeof(d->name));
+	if (len == sizeof(d->name) || !name_is_normalized(d->name, len))
+		return -EINVAL;
+	if (d->policy != CONF_POLICY_ITERATE && d->policy != CONF_POLICY_FORWARD)
+		return -EINVAL;
+	if (d->nforward > STORE_MAX_FORWARD)
+		return -EINVAL;
+	if (d->policy == CONF_POLICY_ITERATE && d->nforward != 0)
+		return -EINVAL;
+	for (size_t i = 0; i < d->nforward; i++)
+		if (target_check(&d->forward[i]) != 0)
+			return -EINVAL;
+	return 0;
+}
+
+int store_record_encode(const struct store_domain *d, uint8_t *buf, size_t size)
+{
+	if (store_domain_check(d) != 0)
+		return -EINVAL;
+	size_t need = RECORD_HEAD + d->nforward * RECORD_TARGET;
+	if (buf == NULL || size < need)
+		return -ENOSPC;
+	memset(buf, 0, need);
+	buf[0] = RECORD_VERSION;
+	buf[1] = d->subtree ? RECORD_SUBTREE : 0;
+	buf[2] = (uint8_t)d->policy;
+	buf[3] = (uint8_t)d->nforward;
+	for (size_t i = 0; i < d->nforward; i++) {
+		uint8_t *t = buf + RECORD_HEAD + i * RECORD_TARGET;
+		const struct conf_addr *a = &d->forward[i];
+		if (a->ss.ss_family == AF_INET) {
+			const struct sockaddr_in *sin = (const struct sockaddr_in *)&a->ss;
+			t[0] = RECORD_FAMILY_V4;
+			put_be16(t + 1, ntohs(sin->sin_port));
+			memcpy(t + 3, &sin->sin_addr, 4);
+		} else {
+			const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&a->ss;
+			t[0] = RECORD_FAMILY_V6;
+			put_be16(t + 1, ntohs(sin6->sin6_port));
+			memcpy(t + 3, &sin6->sin6_addr, 16);
+		}
+	}
+	return (int)need;
+}
+
+/* Rebuild a conf_addr from a decoded target; text as "ADDR@PORT". */
+static int target_decode(const uint8_t *t, struct conf_addr *a)
+{
+	char host[INET6_ADDRSTRLEN];
+	uint16_t port = get_be16(t + 1);
+	const uint8_t *addr = t + 3;
+	if (port == 0)
+		return STORE_E_CORRUPT;
+	memset(a, 0, sizeof(*a));
+	if (t[0] == RECORD_FAMILY_V4) {
+		for (int i = 4; i < 16; i++)
+			if (addr[i] != 0)
+				return STORE_E_CORRUPT;
+		struct sockaddr_in *sin = (struct sockaddr_in *)&a->ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, addr, 4);
+		a->len = sizeof(*sin);
+		inet_ntop(AF_INET, addr, host, sizeof(host));
+	} else if (t[0] == RECORD_FAMILY_V6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&a->ss;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, addr, 16);
+		a->len = sizeof(*sin6);
+		inet_ntop(AF_INET6, addr, host, sizeof(host));
+	} else {
+		return STORE_E_CORRUPT;
+	}
+	snprintf(a->text, sizeof(a->text), "%s@%u", host, (unsigned)port);
+	return 0;
+}
+
+int store_record_decode(const void *key, size_t keylen, const uint8_t *val, size_t len,
+                        struct store_domain *out)
+{
+	if (key == NULL || val == NULL || out == NULL)
+		return STORE_E_CORRUPT;
+	if (keylen >= sizeof(out->name) || !name_is_normalized(key, keylen))
+		return STORE_E_CORRUPT;
+	if (len < RECORD_HEAD || val[0] != RECORD_VERSION)
+		return STORE_E_CORRUPT;
+	if ((val[1] & ~RECORD_SUBTREE) != 0)
+		return STORE_E_CORRUPT;
+	if (val[2] != CONF_POLICY_ITERATE && val[2] != CONF_POLICY_FORWARD)
+		return STORE_E_CORRUPT;
+	size_t n = val[3];
+	if (n > STORE_MAX_FORWARD || (val[2] == CONF_POLICY_ITERATE && n != 0))
+		return STORE_E_CORRUPT;
+	if (len != RECORD_HEAD + n * RECORD_TARGET)
+		return STORE_E_CORRUPT;
+
+	struct store_domain d;
+	memset(&d, 0, sizeof(d));
+	memcpy(d.name, key, keylen);
+	d.subtree = (val[1] & RECORD_SUBTREE) != 0;
+	d.policy = val[2] == CONF_POLICY_FORWARD ? CONF_POLICY_FORWARD : CONF_POLICY_ITERATE;
+	d.nforward = n;
+	for (size_t i = 0; i < n; i++)
+		if (target_decode(val + RECORD_HEAD + i * RECORD_TARGET, &d.forward[i]) != 0)
+			return STORE_E_CORRUPT;
+	*out = d;
+	return 0;
+}
+
+/* mkdir -p with mode for every directory it creates. */
+static int mkdir_p(const char *dir, mode_t mode)
+{
+	char path[4096];
+	size_t len = strlen(dir);
+	if (len == 0 || len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		char c = path[i];
+		path[i] = '\0';
+		if (mkdir(path, mode) != 0 && errno != EEXIST)
+			return -errno;
+		path[i] = c;
+	}
+	struct stat st;
+	if (stat(dir, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return 0;
+}
+
+/* Begin a transaction with maplock held shared; adopts a map grown by another process. */
+static int txn_begin(struct store *s, unsigned flags, MDB_txn **txn)
+{
+	for (int tries = 0;; tries++) {
+		pthread_rwlock_rdlock(&s->maplock);
+		int rc = mdb_txn_begin(s->env, NULL, flags, txn);
+		if (rc == MDB_SUCCESS)
+			return 0;
+		pthread_rwlock_unlock(&s->maplock);
+		if (rc != MDB_MAP_RESIZED || tries >= 2)
+			return lmdb_error(rc);
+		pthread_rwlock_wrlock(&s->maplock);
+		rc = mdb_env_set_mapsize(s->env, 0);
+		pthread_rwlock_unlock(&s->maplock);
+		if (rc != MDB_SUCCESS)
+			return lmdb_error(rc);
+	}
+}
+
+static void txn_abort(struct store *s, MDB_txn *txn)
+{
+	mdb_txn_abort(txn);
+	pthread_rwlock_unlock(&s->maplock);
+}
+
+static int txn_commit(struct store *s, MDB_txn *txn)
+{
+	int rc = mdb_txn_commit(txn); /* frees txn on failure too */
+	pthread_rwlock_unlock(&s->maplock);
+	return rc;
+}
+
+/* Double the map; no transaction of this process may be active. */
+static int map_grow(struct store *s)
+{
+	MDB_envinfo info;
+	pthread_rwlock_wrlock(&s->maplock);
+	int rc = mdb_env_info(s->env, &info);
+	if (rc == MDB_SUCCESS) {
+		size_t size = info.me_mapsize;
+		rc = size > SIZE_MAX / 2 ? MDB_MAP_FULL : mdb_env_set_mapsize(s->env, size * 2);
+	}
+	pthread_rwlock_unlock(&s->maplock);
+	return lmdb_error(rc);
+}
+
+static int meta_get_u64(MDB_txn *txn, MDB_dbi dbi, const char *key, uint64_t *out)
+{
+	MDB_val k = { strlen(key), (void *)key }, v;
+	int rc = mdb_get(txn, dbi, &k, &v);
+	if (rc != MDB_SUCCESS)
+		return lmdb_error(rc);
+	if (v.mv_size != 8)
+		return STORE_E_CORRUPT;
+	*out = get_be64(v.mv_data);
+	return 0;
+}
+
+static int meta_get_format(MDB_txn *txn, MDB_dbi dbi, uint32_t *out)
+{
+	MDB_val k = { strlen(META_FORMAT), (void *)META_FORMAT }, v;
+	int rc = mdb_get(txn, dbi, &k, &v);
+	if (rc != MDB_SUCCESS)
+		return lmdb_error(rc);
+	if (v.mv_size != 4)
+		return STORE_E_CORRUPT;
+	const uint8_t *p = v.mv_data;
+	*out = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return 0;
+}
+
+static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const uint8_t *val, size_t len)
+{
+	MDB_val k = { strlen(key), (void *)key }, v = { len, (void *)val };
+	return mdb_put(txn, dbi, &k, &v, 0);
+}
+
+/* Open the two databases, creating them and the meta keys when writable. */
+static int store_init(struct store *s)
+{
+	MDB_txn *txn;
+	int err = txn_begin(s, s->readonly ? MDB_RDONLY : 0, &txn);
+	if (err != 0)
+		return err;
+	unsigned create = s->readonly ? 0 : MDB_CREATE;
+	int rc = mdb_dbi_open(txn, "domains", create, &s->domains);
+	if (rc == MDB_SUCCESS)
+		rc = mdb_dbi_open(txn, "meta", create, &s->meta);
+	if (rc != MDB_SUCCESS) {
+		txn_abort(s, txn);
+		/* Readonly and never initialized by a writer: the store does not exist yet. */
+		return lmdb_error(rc);
+	}
+	uint32_t format = 0;
+	err = meta_get_format(txn, s->meta, &format);
+	if (err == -ENOENT && !s->readonly) {
+		uint8_t f[4] = { 0, 0, 0, STORE_FORMAT }, v[8];
+		put_be64(v, 0);
+		rc = meta_put(txn, s->meta, META_FORMAT, f, sizeof(f));
+		if (rc == MDB_SUCCESS)
+			rc = meta_put(txn, s->meta, META_VERSION, v, sizeof(v));
+		err = lmdb_error(rc);
+		format = STORE_FORMAT;
+	}
+	if (err == 0 && format != STORE_FORMAT)
+		err = STORE_E_VERSION;
+	if (err != 0) {
+		txn_abort(s, txn);
+		return err;
+	}
+	/* Committing keeps the database handles, for a read transaction too. */
+	return lmdb_error(txn_commit(s, txn));
+}
+
+int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store **out)
+{
+	if (dir == NULL || *dir == '\0' || out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	int err;
+	if (readonly) {
+		struct stat st;
+		if (stat(dir, &st) != 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	} else if ((err = mkdir_p(dir, 0750)) != 0) {
+		return err;
+	}
+
+	struct store *s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	s->readonly = readonly;
+	if (pthread_rwlock_init(&s->maplock, NULL) != 0) {
+		free(s);
+		return -ENOMEM;
+	}
+	int rc = mdb_env_create(&s->env);
+	if (rc != MDB_SUCCESS) {
+		pthread_rwlock_destroy(&s->maplock);
+		free(s);
+		return lmdb_error(rc);
+	}
+	rc = mdb_env_set_maxdbs(s->env, 2);
+	if (rc == MDB_SUCCESS)
+		rc = mdb_env_set_maxreaders(s->env, STORE_MAX_READERS);
+	if (rc == MDB_SUCCESS)
+		rc = mdb_env_set_mapsize(s->env, mapsize ? mapsize : STORE_MAPSIZE_DEFAULT);
+	/* MDB_NOTLS: read transactions are not tied to a thread, so a reader may
+	 * be used from any thread. No MDB_NOSYNC/NOMETASYNC: a commit is on disk
+	 * when it returns, so a kill -9 loses nothing committed. */
+	unsigned flags = MDB_NOTLS | (readonly ? MDB_RDONLY : 0);
+	if (rc == MDB_SUCCESS)
+		rc = mdb_env_open(s->env, dir, flags, 0640);
+	err = lmdb_error(rc);
+	if (err == 0) {
+		int dead;
+		/* Free reader slots of processes that died (kill -9) with a txn open. */
+		mdb_reader_check(s->env, &dead);
+		err = store_init(s);
+	}
+	if (err != 0) {
+		mdb_env_close(s->env);
+		pthread_rwlock_destroy(&s->maplock);
+		free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+int store_open(const char *dir, bool readonly, struct store **out)
+{
+	return store_open_size(dir, readonly, 0, out);
+}
+
+void store_close(struct store *s)
+{
+	if (s == NULL)
+		return;
+	mdb_env_close(s->env);
+	pthread_rwlock_destroy(&s->maplock);
+	free(s);
+}
+
+/* Add one to meta "version" inside txn. @return an LMDB code. */
+static int version_bump(struct store *s, MDB_txn *txn)
+{
+	MDB_val k = { strlen(META_VERSION), (void *)META_VERSION }, v;
+	uint64_t version = 0;
+	int rc = mdb_get(txn, s->meta, &k, &v);
+	if (rc == MDB_SUCCESS) {
+		if (v.mv_size != 8)
+			return MDB_CORRUPTED;
+		version = get_be64(v.mv_data);
+	} else if (rc != MDB_NOTFOUND) {
+		return rc;
+	}
+	uint8_t buf[8];
+	put_be64(buf, version + 1);
+	return meta_put(txn, s->meta, META_VERSION, buf, sizeof(buf));
+}
+
+/* One attempt at writing the batch; returns the raw failure for MAP_FULL handling. */
+static int put_many_once(struct store *s, const struct store_domain *d, size_t n,
+                         size_t *nreplaced, bool *map_full)
+{
+	MDB_txn *txn;
+	*map_full = false;
+	int err = txn_begin(s, 0, &txn);
+	if (err != 0)
+		return err;
+	size_t replaced = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t rec[STORE_RECORD_MAX];
+		int len = store_record_encode(&d[i], rec, sizeof(rec));
+		if (len < 0) {
+			txn_abort(s, txn);
+			return len;
+		}
+		MDB_val k = { strlen(d[i].name), (void *)d[i].name }, v;
+		int rc = mdb_get(txn, s->domains, &k, &v);
+		if (rc == MDB_SUCCESS)
+			replaced++;
+		else if (rc != MDB_NOTFOUND) {
+			txn_abort(s, txn);
+			return lmdb_error(rc);
+		}
+		v.mv_size = (size_t)len;
+		v.mv_data = rec;
+		rc = mdb_put(txn, s->domains, &k, &v, 0);
+		if (rc != MDB_SUCCESS) {
+			txn_abort(s, txn);
+			*map_full = rc == MDB_MAP_FULL;
+			return lmdb_error(rc);
+		}
+	}
+	int rc = version_bump(s, txn);
+	if (rc != MDB_SUCCESS) {
+		txn_abort(s, txn);
+		*map_full = rc == MDB_MAP_FULL;
+		return lmdb_error(rc);
+	}
+	rc = txn_commit(s, txn);
+	if (rc != MDB_SUCCESS) {
+		*map_full = rc == MDB_MAP_FULL;
+		return lmdb_error(rc);
+	}
+	if (nreplaced != NULL)
+		*nreplaced = replaced;
+	return 0;
+}
+
+int store_put_many(struct store *s, const struct store_domain *d, size_t n, size_t *nreplaced)
+{
+	if (s == NULL || (d == NULL && n > 0))
+		return -EINVAL;
+	if (s->readonly)
+		return -EROFS;
+	/* Validate everything before touching the store, so a bad entry writes nothing. */
+	for (size_t i = 0; i < n; i++)
+		if (store_domain_check(&d[i]) != 0)
+			return -EINVAL;
+	if (nreplaced != NULL)
+		*nreplaced = 0;
+	if (n == 0)
+		return 0;
+	for (int tries = 0;; tries++) {
+		bool map_full;
+		int err = put_many_once(s, d, n, nreplaced, &map_full);
+		if (!map_full || tries >= STORE_GROW_TRIES)
+			return err;
+		/* The map is full: grow it and retry the whole (aborted) batch. */
+		if ((err = map_grow(s)) != 0)
+			return err;
+	}
+}
+
+int store_put(struct store *s, const struct store_domain *d)
+{
+	return store_put_many(s, d, 1, NULL);
+}
+
+int store_del(struct store *s, const char *name)
+{
+	if (s == NULL || name == NULL)
+		return -EINVAL;
+	if (s->readonly)
+		return -EROFS;
+	size_t len = strlen(name);
+	if (!name_is_normalized(name, len))
+		return -EINVAL;
+	for (int tries = 0;; tries++) {
+		MDB_txn *txn;
+		int err = txn_begin(s, 0, &txn);
+		if (err != 0)
+			return err;
+		MDB_val k = { len, (void *)name };
+		int rc = mdb_del(txn, s->domains, &k, NULL);
+		if (rc == MDB_SUCCESS)
+			rc = version_bump(s, txn);
+		if (rc != MDB_SUCCESS)
+			txn_abort(s, txn);
+		else
+			rc = txn_commit(s, txn);
+		if (rc == MDB_SUCCESS)
+			return 0;
+		/* A delete needs pages too (copy-on-write), so it can fill the map. */
+		if (rc != MDB_MAP_FULL || tries >= STORE_GROW_TRIES)
+			return lmdb_error(rc);
+		if ((err = map_grow(s)) != 0)
+			return err;
+	}
+}
+
+int store_get(struct store *s, const char *name, struct store_domain *out)
+{
+	if (s == NULL || name == NULL || out == NULL)
+		return -EINVAL;
+	size_t len = strlen(name);
+	if (len == 0 || len >= sizeof(out->name))
+		return -EINVAL;
+	MDB_txn *txn;
+	int err = txn_begin(s, MDB_RDONLY, &txn);
+	if (err != 0)
+		return err;
+	MDB_val k = { len, (void *)name }, v;
+	int rc = mdb_get(txn, s->domains, &k, &v);
+	if (rc == MDB_SUCCESS)
+		err = store_record_decode(k.mv_data, k.mv_size, v.mv_data, v.mv_size, out);
+	else
+		err = lmdb_error(rc);
+	txn_abort(s, txn);
+	return err;
+}
+
+int store_foreach(struct store *s, int (*fn)(const struct store_domain *d, void *arg), void *arg)
+{
+	if (s == NULL || fn == NULL)
+		return -EINVAL;
+	MDB_txn *txn;
+	int err = txn_begin(s, MDB_RDONLY, &txn);
+	if (err != 0)
+		return err;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn, s->domains, &cur);
+	if (rc != MDB_SUCCESS) {
+		txn_abort(s, txn);
+		return lmdb_error(rc);
+	}
+	MDB_val k, v;
+	struct store_domain d;
+	err = 0;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		err = store_record_decode(k.mv_data, k.mv_size, v.mv_data, v.mv_size, &d);
+		if (err != 0)
+			break;
+		if ((err = fn(&d, arg)) != 0)
+			break;
+	}
+	if (err == 0 && rc != MDB_NOTFOUND)
+		err = lmdb_error(rc);
+	mdb_cursor_close(cur);
+	txn_abort(s, txn);
+	return err;
+}
+
+int store_version(struct store *s, uint64_t *version)
+{
+	if (s == NULL || version == NULL)
+		return -EINVAL;
+	MDB_txn *txn;
+	int err = txn_begin(s, MDB_RDONLY, &txn);
+	if (err != 0)
+		return err;
+	err = meta_get_u64(txn, s->meta, META_VERSION, version);
+	txn_abort(s, txn);
+	if (err == -ENOENT) {
+		*version = 0;
+		err = 0;
+	}
+	return err;
+}
+
+const char *store_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case STORE_E_LMDB:
+		return "LMDB error";
+	case STORE_E_CORRUPT:
+		return "store is corrupt (a record or the file does not decode)";
+	case STORE_E_VERSION:
+		return "store was written by an incompatible version";
+	case -ENOSPC:
+		return "store is full (map size or disk)";
+	case -EROFS:
+		return "store is open readonly";
+	default:
+		if (err < 0 && err > -4096)
+			return strerror(-err);
+		return "unknown error";
+	}
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The LMDB store of EDNS domains and their policies. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+
+/* Error codes (negative), in the conf module's range. */
+enum {
+	STORE_E_LMDB = -3101,    /* LMDB failed (see errno-like detail in logs) */
+	STORE_E_CORRUPT = -3102, /* a record does not decode */
+	STORE_E_VERSION = -3103, /* store written by an incompatible version */
+};
+
+#define STORE_MAX_FORWARD 8
+
+struct store_domain {
+	char name[256];          /* normalized (conf_name_normalize) */
+	bool subtree;            /* match the name and everything below it */
+	enum conf_policy policy;
+	size_t nforward;         /* policy forward: targets; 0 = edns.forward */
+	struct conf_addr forward[STORE_MAX_FORWARD];
+};
+
+struct store;
+
+/**
+ * Open (and with readonly false, create) the environment in directory dir.
+ * Many readers and one writer may have it open at once, across processes.
+ * @return 0 (*out set, close with store_close), -errno, or STORE_E_*.
+ */
+int store_open(const char *dir, bool readonly, struct store **out);
+void store_close(struct store *s);
+
+/** Insert or replace d (keyed by d->name), committed durably. @return 0 or STORE_E_* / -errno. */
+int store_put(struct store *s, const struct store_domain *d);
+
+/** Remove name. @return 0, -ENOENT, or STORE_E_*. */
+int store_del(struct store *s, const char *name);
+
+/** Fetch one domain. @return 0, -ENOENT, or STORE_E_*. */
+int store_get(struct store *s, const char *name, struct store_domain *out);
+
+/**
+ * Call fn for each domain in name order, all from one consistent snapshot;
+ * stops when fn returns non-zero and returns that value.
+ * @return 0, fn's value, or STORE_E_*.
+ */
+int store_foreach(struct store *s, int (*fn)(const struct store_domain *d, void *arg), void *arg);
+
+/**
+ * A counter bumped by every committed change (put/del), so a reader can poll
+ * it cheaply to see whether to reload. @return 0 and *version, or STORE_E_*.
+ */
+int store_version(struct store *s, uint64_t *version);
+
+/** Text of a STORE_E_* or negative errno code. */
+const char *store_strerror(int err);
+
+/* ---- Added by the store implementation (extensions; the above is unchanged). ---- */
+
+/* Map size a store starts with; it grows (doubling) when a write fills it. */
+#define STORE_MAPSIZE_DEFAULT ((size_t)64 << 20)
+
+/* Largest encoded record value (see store_record_encode). */
+#define STORE_RECORD_MAX (4 + STORE_MAX_FORWARD * 19)
+
+/**
+ * As store_open, with the initial map size in bytes (0 = STORE_MAPSIZE_DEFAULT).
+ * The store grows the map by itself; this is for tests and very large stores.
+ * A readonly open returns -ENOENT when dir or its data file does not exist
+ * (or the store was never initialized by a writer).
+ */
+int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store **out);
+
+/**
+ * Insert or replace n domains in one transaction: all are committed, or
+ * (on any error) none. The version is bumped once. Every entry is validated
+ * first (as store_put). A name given twice: the later entry wins.
+ * @param nreplaced out, optional: how many entries replaced an existing record.
+ * @return 0, -EINVAL (an entry is invalid; nothing written), -EROFS (opened
+ *         readonly), -ENOSPC (the map cannot grow), or STORE_E_* / -errno.
+ */
+int store_put_many(struct store *s, const struct store_domain *d, size_t n, size_t *nreplaced);
+
+/**
+ * Is d storable? Name non-empty and normalized (conf_name_normalize gives it
+ * back unchanged), known policy, at most STORE_MAX_FORWARD targets, targets
+ * only with CONF_POLICY_FORWARD, each AF_INET/AF_INET6 with a non-zero port.
+ * @return 0 or -EINVAL.
+ */
+int store_domain_check(const struct store_domain *d);
+
+/**
+ * Encode d's record value (format version 1: u8 version, u8 flags, u8 policy,
+ * u8 nforward, then per target u8 family (4|6), u16 port (network order),
+ * 16 bytes address, IPv4 in the first 4 and zeros after). The key is the name.
+ * Exposed for tests and fuzzing.
+ * @return bytes written, -EINVAL (store_domain_check fails), -ENOSPC.
+ */
+int store_record_encode(const struct store_domain *d, uint8_t *buf, size_t size);
+
+/**
+ * Decode a key (name text, no NUL) and record value strictly: exact length,
+ * known version, no unknown flag bits, known policy and families, zero
+ * padding, non-zero ports, normalized name.
+ * @return 0 (*out filled) or STORE_E_CORRUPT.
+ */
+int store_record_decode(const void *key, size_t keylen, const uint8_t *val, size_t len,
+                        struct store_domain *out);

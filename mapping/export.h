@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Export of the partition -> mapped-address table for CDNs. */
+#pragma once
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mapping/mapping.h"
+#include "partition/partition.h"
+
+enum mapping_format {
+	MAPPING_FORMAT_CSV,
+	MAPPING_FORMAT_JSON,
+	MAPPING_FORMAT_GEOFEED, /* RFC 8805 */
+};
+
+/** "csv", "json", "geofeed". @return 0 or -EINVAL. */
+int mapping_format_parse(const char *name, enum mapping_format *out);
+
+/** The name mapping_format_parse() accepts for fmt; NULL for an unknown value. Static storage. */
+const char *mapping_format_name(enum mapping_format fmt);
+
+/**
+ * Serial of the table: a digest of every exported field, so the same table
+ * always gives the same serial and any change gives a new one.
+ */
+uint64_t mapping_serial(const struct mapping *m, const struct ptable *t);
+
+/**
+ * Write the table in fmt to out, carrying mapping_serial() (CSV and geofeed
+ * in a leading '#' comment line, JSON as a "serial" member). Partitions are
+ * ids 1..ptable_size(t), named by ptable_name(); m may lack entries (or be
+ * NULL): such partitions export empty fields (JSON null) and no geofeed row.
+ *
+ * CSV: "# partdns mapping table serial=<16 hex> partitions=<N>", the header
+ * "partition,id,label,mapped,mapped6,country,region,city", one row per
+ * partition; LF line ends; RFC 4180 quoting for fields holding , " CR LF
+ * (or starting with '#').
+ * JSON: {"serial", "partitions": [{name, id, label, mapped, mapped6, country,
+ * region, city}]}, 2-space indent, unset values null, control characters as
+ * \u00xx, ill-formed UTF-8 as \ufffd, trailing newline.
+ * Geofeed (RFC 8805): "# partdns geofeed serial=<16 hex>", then
+ * "prefix,country,region,city,postal" per mapped address (v4 as /32, then
+ * mapped6). The format has no quoting, so ',' and control characters inside
+ * a field are written as spaces.
+ * @return 0, -EIO (write to out failed), or -EINVAL (unknown fmt).
+ */
+int mapping_export(const struct mapping *m, const struct ptable *t, enum mapping_format fmt, FILE *out);

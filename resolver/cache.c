@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Sharded key/value cache: chained hash tables, CLOCK eviction, byte cap, TTLs. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "resolver/cache.h"
+
+/*
+ * Layout. The key's hash picks a shard (bits 32..47) and a bucket in that
+ * shard's chained table (low bits). Each shard has its own lock, table,
+ * CLOCK ring and byte budget (max_bytes / nshards), and sits on its own
+ * cache lines so shards never share a line.
+ *
+ * Lock choice: one pthread mutex per shard. A lookup is a hash, a short
+ * chain walk and the caller's fn (tens of ns), so the lock is held briefly
+ * and with 64 shards two threads rarely want the same one. A rwlock would
+ * not buy parallel readers here: glibc's rdlock is itself an atomic
+ * read-modify-write on a shared word (the same cache-line transfer as a
+ * mutex) and costs more instructions; with a mutex, lookups can also reap
+ * expired entries and bump counters without atomic RMWs. Building with
+ * -DCACHE_RWLOCK swaps in a rwlock (readers then share the lock and use
+ * atomic RMW counters) so the choice can be re-measured: see bench_cache in
+ * tests/resolver/cache.cmake and "## Cache" in bench/RESULTS.md.
+ *
+ * Eviction is CLOCK (second chance): every entry is on a circular list; a
+ * hit sets the entry's referenced bit (a relaxed atomic store, and only when
+ * it is clear so hot entries don't dirty their line); the hand clears set
+ * bits and evicts the first entry found clear, or expired. New entries go in
+ * just behind the hand, so they are the last it reaches.
+ *
+ * Memory: bytes per shard = table slots + every entry's allocation (header,
+ * key rounded up to 8 so the value is 8-aligned, value). Counters and
+ * occupancy are atomics written only by the lock holder (plain load+store,
+ * no RMW) so cache_get_stats() reads them without locking.
+ */
+
+#define TABLE_MIN 16u      /* smallest bucket count */
+#define TABLE_HINT_DIV 1024 /* initial buckets ~ budget / 1024: <1% of it */
+#define CACHE_LINE 64
+
+struct entry {
+	struct entry *next;          /* bucket chain; free list once unlinked */
+	struct entry *cprev, *cnext; /* CLOCK ring */
+	uint64_t hash;
+	uint32_t expiry;             /* first second at which it's dead */
+	uint32_t stored_at;
+	uint32_t vlen;
+	uint16_t klen;
+	_Atomic uint8_t ref;         /* CLOCK referenced bit, set by readers */
+	/* key, padding to 8, value follow the header */
+};
+
+#ifdef CACHE_RWLOCK
+#define SHARD_LOCK_T pthread_rwlock_t
+#define shard_lock_init(l) pthread_rwlock_init((l), NULL)
+#define shard_lock_destroy(l) pthread_rwlock_destroy(l)
+#define shard_rdlock(l) pthread_rwlock_rdlock(l)
+#define shard_wrlock(l) pthread_rwlock_wrlock(l)
+#define shard_unlock(l) pthread_rwlock_unlock(l)
+#else
+#define SHARD_LOCK_T pthread_mutex_t
+#define shard_lock_init(l) pthread_mutex_init((l), NULL)
+#define shard_lock_destroy(l) pthread_mutex_destroy(l)
+#define shard_rdlock(l) pthread_mutex_lock(l)
+#define shard_wrlock(l) pthread_mutex_lock(l)
+#define shard_unlock(l) pthread_mutex_unlock(l)
+#endif
+
+/*
+ * A hit touches only the first line (lock, tab, mask, hits with glibc's
+ * 40-byte mutex): under load from many threads that line is what moves
+ * between cores, so the rest is kept off it.
+ */
+struct shard {
+	_Alignas(CACHE_LINE) SHARD_LOCK_T lock;
+	struct entry **tab;
+	size_t mask;         /* buckets - 1 */
+	_Atomic uint64_t hits;
+	_Atomic uint64_t misses, expired;
+	struct entry *hand;  /* next CLOCK candidate, NULL when empty */
+	size_t budget;       /* bytes this shard may use */
+	_Atomic size_t bytes, entries;
+	_Atomic uint64_t inserts, replacements, evictions;
+};
+
+struct cache {
+	struct shard *shards;
+	unsigned nshards;
+	uint32_t shard_mask;
+	size_t max_bytes;
+	uint64_t secret[3];  /* per-cache random hash keys */
+};
+
+/* Counter/occupancy update by the only writer (the lock holder). */
+static inline void add_u64(_Atomic uint64_t *v, uint64_t d)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
+static inline void add_sz(_Atomic size_t *v, size_t d)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
+static inline void sub_sz(_Atomic size_t *v, size_t d)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) - d,
+			      memory_order_relaxed);
+}
+
+static inline size_t get_sz(_Atomic size_t *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* Counter bumped on the read path: readers may share a rwlock. */
+static inline void add_reader_u64(_Atomic uint64_t *v)
+{
+#ifdef CACHE_RWLOCK
+	atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
+#else
+	add_u64(v, 1);
+#endif
+}
+
+/* --- hash: a keyed multiply-fold mix (wyhash-like), 8 bytes per step --- */
+
+/* 64x64->128 multiply, folded: the core mixing step. */
+static inline uint64_t mum(uint64_t a, uint64_t b)
+{
+	__extension__ unsigned __int128 r = (unsigned __int128)a * b;
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+static inline uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint64_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * Keys are attacker-chosen (query names), so the hash is keyed with random
+ * secrets per cache: without them a flood of colliding names could pile
+ * into one chain. Inputs are XORed with secrets before each multiply so an
+ * attacker can't force a zero factor.
+ */
+static uint64_t key_hash(const struct cache *c, const uint8_t *p, size_t len)
+{
+	const uint64_t s0 = c->secret[0], s1 = c->secret[1];
+	uint64_t h = c->secret[2] ^ mum(len ^ s0, s1);
+	size_t n = len;
+	uint64_t a = 0, b = 0;
+
+	while (n > 16) {
+		h = mum(rd64(p) ^ s0, rd64(p + 8) ^ h);
+		p += 16;
+		n -= 16;
+	}
+	if (n > 8) {
+		a = rd64(p);
+		b = rd64(p + n - 8);
+	} else if (n >= 4) {
+		a = rd32(p);
+		b = rd32(p + n - 4);
+	} else if (n > 0) {
+		a = ((uint64_t)p[0] << 16) | ((uint64_t)p[n >> 1] << 8) | p[n - 1];
+	}
+	return mum(s1 ^ len, mum(a ^ s0, b ^ h));
+}
+
+/* --- entries --- */
+
+static inline uint8_t *entry_key(struct entry *e)
+{
+	return (uint8_t *)(e + 1);
+}
+
+static inline size_t key_span(size_t klen)
+{
+	return (klen + 7) & ~(size_t)7;
+}
+
+static inline uint8_t *entry_val(struct entry *e)
+{
+	return entry_key(e) + key_span(e->klen);
+}
+
+/* Bytes an entry is charged: exactly its allocation. */
+static inline size_t entry_charge(size_t klen, size_t vlen)
+{
+	return sizeof(struct entry) + key_span(klen) + vlen;
+}
+
+static inline size_t table_bytes(size_t buckets)
+{
+	return buckets * sizeof(struct entry *);
+}
+
+static inline bool entry_live(const struct entry *e, uint32_t now)
+{
+	return now < e->expiry;
+}
+
+static inline struct shard *shard_of(const struct cache *c, uint64_t h)
+{
+	return &c->shards[(uint32_t)(h >> 32) & c->shard_mask];
+}
+
+/* Link to the matching entry in its bucket chain, or NULL. */
+static struct entry **shard_find(struct shard *s, uint64_t h, const uint8_t *key, size_t klen)
+{
+	struct entry **link = &s->tab[h & s->mask];
+	for (struct entry *e = *link; e != NULL; link = &e->next, e = e->next) {
+		if (e->hash == h && e->klen == klen &&
+		    (klen == 0 || memcmp(entry_key(e), key, klen) == 0))
+			return link;
+	}
+	return NULL;
+}
+
+/* Put e just behind the hand: the last entry the hand will reach. */
+static void ring_insert(struct shard *s, struct entry *e)
+{
+	if (s->hand == NULL) {
+		e->cprev = e->cnext = e;
+		s->hand = e;
+		return;
+	}
+	e->cnext = s->hand;
+	e->cprev = s->hand->cprev;
+	s->hand->cprev->cnext = e;
+	s->hand->cprev = e;
+}
+
+static void ring_remove(struct shard *s, struct entry *e)
+{
+	if (e->cnext == e) {
+		s->hand = NULL;
+		return;
+	}
+	e->cprev->cnext = e->cnext;
+	e->cnext->cprev = e->cprev;
+	if (s->hand == e)
+		s->hand = e->cnext;
+}
+
+/* Unlink e (whose chain link is *link) from table and ring, uncharge it, push on *garbage. */
+static void shard_unlink(struct shard *s, struct entry **link, struct entry *e,
+			 struct entry **garbage)
+{
+	*link = e->next;
+	ring_remove(s, e);
+	sub_sz(&s->bytes, entry_charge(e->klen, e->vlen));
+	sub_sz(&s->entries, 1);
+	e->next = *garbage;
+	*garbage = e;
+}
+
+/* As shard_unlink() when only e is known: its chain is short, walk it. */
+static void shard_remove(struct shard *s, struct entry *e, struct entry **garbage)
+{
+	struct entry **link = &s->tab[e->hash & s->mask];
+	while (*link != e)
+		link = &(*link)->next;
+	shard_unlink(s, link, e, garbage);
+}
+
+static void free_list(struct entry *e)
+{
+	while (e != NULL) {
+		struct entry *next = e->next;
+		free(e);
+		e = next;
+	}
+}
+
+/*
+ * Bucket count to grow to when chains would average more than one entry and
+ * the doubled table plus the new entry can fit the budget at all (evicting
+ * entries pays for it); 0 = don't grow.
+ */
+static size_t shard_grow_wanted(struct shard *s, size_t need)
+{
+	size_t buckets = s->mask + 1;
+	if (get_sz(&s->entries) < buckets || buckets > SIZE_MAX / 2 / sizeof(struct entry *))
+		return 0;
+	if (table_bytes(buckets * 2) + need > s->budget)
+		return 0;
+	return buckets * 2;
+}
+
+/* Rehash into nb buckets; on allocation failure keep the old table (chains get longer). */
+static void shard_grow(struct shard *s, size_t nb)
+{
+	size_t buckets = s->mask + 1;
+	struct entry **nt = calloc(nb, sizeof(*nt));
+	if (nt == NULL)
+		return;
+	for (size_t i = 0; i < buckets; i++) {
+		struct entry *e = s->tab[i];
+		while (e != NULL) {
+			struct entry *next = e->next;
+			struct entry **slot = &nt[e->hash & (nb - 1)];
+			e->next = *slot;
+			*slot = e;
+			e = next;
+		}
+	}
+	free(s->tab);
+	s->tab = nt;
+	s->mask = nb - 1;
+	add_sz(&s->bytes, table_bytes(nb) - table_bytes(buckets));
+}
+
+/* Run the CLOCK hand until need more bytes fit; victims go on *garbage. */
+static void shard_evict(struct shard *s, size_t need, uint32_t now, struct entry **garbage)
+{
+	while (get_sz(&s->bytes) + need > s->budget && s->hand != NULL) {
+		struct entry *e = s->hand;
+		if (entry_live(e, now) && atomic_load_explicit(&e->ref, memory_order_relaxed)) {
+			atomic_store_explicit(&e->ref, 0, memory_order_relaxed);
+			s->hand = e->cnext;
+			continue;
+		}
+		shard_remove(s, e, garbage);
+		add_u64(&s->evictions, 1);
+	}
+}
+
+/*
+ * Everything was evicted yet need still doesn't fit: the table grew for many
+ * small entries. It's empty now, so cut it back to TABLE_MIN in place.
+ */
+static int shard_shrink_empty(struct shard *s)
+{
+	size_t buckets = s->mask + 1;
+	if (buckets <= TABLE_MIN)
+		return -ENOMEM; /* cannot happen: cache_insert() checked need */
+	struct entry **nt = realloc(s->tab, table_bytes(TABLE_MIN));
+	if (nt == NULL)
+		return -ENOMEM;
+	s->tab = nt;
+	s->mask = TABLE_MIN - 1;
+	sub_sz(&s->bytes, table_bytes(buckets) - table_bytes(TABLE_MIN));
+	return 0;
+}
+
+/* --- public API --- */
+
+static void make_secrets(uint64_t secret[3])
+{
+	if (getrandom(secret, 3 * sizeof(secret[0]), GRND_NONBLOCK) == 3 * sizeof(secret[0]))
+		return;
+	/* No entropy yet (early boot): still vary per process and per cache. */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)secret;
+	for (int i = 0; i < 3; i++) {
+		x += 0x9e3779b97f4a7c15ull;
+		secret[i] = mum(x ^ 0xa0761d6478bd642full, x ^ 0xe7037ed1a0b428dbull);
+	}
+}
+
+struct cache *cache_new(size_t max_bytes, unsigned nshards)
+{
+	if (nshards == 0)
+		nshards = CACHE_DEFAULT_SHARDS;
+	if (nshards > CACHE_MAX_SHARDS || (nshards & (nshards - 1)) != 0 ||
+	    max_bytes / nshards < CACHE_MIN_SHARD_BYTES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct cache *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	c->shards = aligned_alloc(CACHE_LINE, nshards * sizeof(struct shard));
+	if (c->shards == NULL) {
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(c->shards, 0, nshards * sizeof(struct shard));
+	c->nshards = nshards;
+	c->shard_mask = nshards - 1;
+	c->max_bytes = max_bytes;
+	make_secrets(c->secret);
+
+	size_t budget = max_bytes / nshards;
+	/* Size tables for ~1 KiB entries up front so a growing cache rarely rehashes. */
+	size_t buckets = TABLE_MIN;
+	while (buckets * 2 * TABLE_HINT_DIV <= budget)
+		buckets *= 2;
+	for (unsigned i = 0; i < nshards; i++) {
+		struct shard *s = &c->shards[i];
+		s->budget = budget;
+		s->tab = calloc(buckets, sizeof(*s->tab));
+		if (s->tab == NULL || shard_lock_init(&s->lock) != 0) {
+			free(s->tab);
+			c->nshards = i;
+			cache_free(c);
+			errno = ENOMEM;
+			return NULL;
+		}
+		s->mask = buckets - 1;
+		atomic_init(&s->bytes, table_bytes(buckets));
+	}
+	return c;
+}
+
+void cache_free(struct cache *c)
+{
+	if (c == NULL)
+		return;
+	for (unsigned i = 0; i < c->nshards; i++) {
+		struct shard *s = &c->shards[i];
+		for (size_t b = 0; b <= s->mask; b++)
+			free_list(s->tab[b]);
+		free(s->tab);
+		shard_lock_destroy(&s->lock);
+	}
+	free(c->shards);
+	free(c);
+}
+
+int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
+		 int (*fn)(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg),
+		 void *arg)
+{
+	uint64_t h = key_hash(c, key, klen);
+	struct shard *s = shard_of(c, h);
+
+	shard_rdlock(&s->lock);
+	struct entry **link = shard_find(s, h, key, klen);
+	struct entry *e = link != NULL ? *link : NULL;
+	if (e == NULL || !entry_live(e, now)) {
+		struct entry *garbage = NULL;
+		add_reader_u64(&s->misses);
+		if (e != NULL) {
+			add_reader_u64(&s->expired);
+#ifndef CACHE_RWLOCK
+			/* We hold the shard exclusively: reap it now, free it after unlock. */
+			shard_unlink(s, link, e, &garbage);
+#endif
+		}
+		shard_unlock(&s->lock);
+		free_list(garbage);
+		return -ENOENT;
+	}
+	if (!atomic_load_explicit(&e->ref, memory_order_relaxed))
+		atomic_store_explicit(&e->ref, 1, memory_order_relaxed);
+	add_reader_u64(&s->hits);
+	int ret = fn != NULL ? fn(entry_val(e), e->vlen, e->stored_at, arg) : 0;
+	shard_unlock(&s->lock);
+	return ret;
+}
+
+int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
+		 size_t vlen, uint32_t now, uint32_t ttl)
+{
+	if (ttl == 0)
+		return 0;
+	if (klen > CACHE_MAX_KEY || vlen > UINT32_MAX)
+		return -E2BIG;
+	size_t need = entry_charge(klen, vlen);
+	/* A shard's budget is at least CACHE_MIN_SHARD_BYTES > table_bytes(TABLE_MIN). */
+	if (need > c->shards[0].budget - table_bytes(TABLE_MIN))
+		return -E2BIG;
+
+	/* Build the entry before taking the lock: copying is the slow part. */
+	struct entry *e = malloc(need);
+	if (e == NULL)
+		return -ENOMEM;
+	uint64_t h = key_hash(c, key, klen);
+	e->next = NULL;
+	e->hash = h;
+	e->stored_at = now;
+	e->expiry = ttl > UINT32_MAX - now ? UINT32_MAX : now + ttl;
+	e->klen = (uint16_t)klen;
+	e->vlen = (uint32_t)vlen;
+	atomic_init(&e->ref, 0);
+	if (klen > 0)
+		memcpy(entry_key(e), key, klen);
+	if (vlen > 0)
+		memcpy(entry_val(e), val, vlen);
+
+	struct shard *s = shard_of(c, h);
+	struct entry *garbage = NULL;
+	int ret = 0;
+	shard_wrlock(&s->lock);
+	struct entry **link = shard_find(s, h, key, klen);
+	if (link != NULL) {
+		shard_unlink(s, link, *link, &garbage);
+		add_u64(&s->replacements, 1);
+	}
+	/* Evict before charging anything so bytes never exceeds the budget, even briefly. */
+	size_t nb = shard_grow_wanted(s, need);
+	if (nb != 0) {
+		shard_evict(s, need + table_bytes(nb) - table_bytes(s->mask + 1), now, &garbage);
+		shard_grow(s, nb);
+	}
+	shard_evict(s, need, now, &garbage);
+	if (get_sz(&s->bytes) + need > s->budget)
+		ret = shard_shrink_empty(s);
+	if (ret == 0) {
+		struct entry **slot = &s->tab[h & s->mask];
+		e->next = *slot;
+		*slot = e;
+		ring_insert(s, e);
+		add_sz(&s->bytes, need);
+		add_sz(&s->entries, 1);
+		add_u64(&s->inserts, 1);
+	}
+	shard_unlock(&s->lock);
+	free_list(garbage);
+	if (ret != 0)
+		free(e);
+	return ret;
+}
+
+size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t klen, void *arg),
+		   void *arg)
+{
+	size_t removed = 0;
+	for (unsigned i = 0; i < c->nshards; i++) {
+		struct shard *s = &c->shards[i];
+		struct entry *garbage = NULL;
+		shard_wrlock(&s->lock);
+		size_t n = get_sz(&s->entries);
+		struct entry *e = s->hand;
+		for (size_t k = 0; k < n; k++) {
+			struct entry *next = e->cnext;
+			if (match == NULL || match(entry_key(e), e->klen, arg)) {
+				shard_remove(s, e, &garbage);
+				removed++;
+			}
+			e = next;
+		}
+		shard_unlock(&s->lock);
+		free_list(garbage);
+	}
+	return removed;
+}
+
+void cache_get_stats(struct cache *c, struct cache_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->max_bytes = c->max_bytes;
+	for (unsigned i = 0; i < c->nshards; i++) {
+		struct shard *s = &c->shards[i];
+		out->hits += atomic_load_explicit(&s->hits, memory_order_relaxed);
+		out->misses += atomic_load_explicit(&s->misses, memory_order_relaxed);
+		out->inserts += atomic_load_explicit(&s->inserts, memory_order_relaxed);
+		out->replacements += atomic_load_explicit(&s->replacements, memory_order_relaxed);
+		out->evictions += atomic_load_explicit(&s->evictions, memory_order_relaxed);
+		out->expired += atomic_load_explicit(&s->expired, memory_order_relaxed);
+		out->entries += get_sz(&s->entries);
+		out->bytes += get_sz(&s->bytes);
+	}
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Sharded, memory-capped key/value cache with TTLs and CLOCK eviction (the answer cache). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The cache maps opaque key bytes to opaque value bytes; it knows nothing of
+ * DNS. Each entry lives for a TTL counted in caller-supplied monotonic
+ * seconds (uint32_t "now"); nothing here reads a clock.
+ *
+ * Threading: every function but cache_new/cache_free may be called from any
+ * number of threads at once on the same cache. cache_free must not race with
+ * anything else on that cache.
+ *
+ * Memory: the cap covers each entry's allocation (header + key + value,
+ * rounded as stored) and the shards' hash tables; it does not cover the few
+ * KiB of fixed per-shard state nor malloc's own bookkeeping. The cap is split
+ * evenly across shards, so one shard can't borrow another's budget.
+ */
+
+struct cache;
+
+/** Default number of shards when cache_new() is given 0. */
+#define CACHE_DEFAULT_SHARDS 64u
+/** Largest accepted number of shards. */
+#define CACHE_MAX_SHARDS 65536u
+/** Smallest per-shard budget (max_bytes / nshards) cache_new() accepts. */
+#define CACHE_MIN_SHARD_BYTES 512u
+/** Longest accepted key, in bytes; longer keys give -E2BIG. */
+#define CACHE_MAX_KEY 65535u
+
+/**
+ * Create an empty cache.
+ * @param max_bytes  cap on memory used by entries incl. per-entry overhead
+ *                   and hash tables, in bytes; must be at least
+ *                   nshards * CACHE_MIN_SHARD_BYTES.
+ * @param nshards    power of two <= CACHE_MAX_SHARDS; 0 = CACHE_DEFAULT_SHARDS.
+ * @return the cache (free with cache_free()), or NULL with errno set to
+ *         EINVAL (bad arguments) or ENOMEM.
+ */
+struct cache *cache_new(size_t max_bytes, unsigned nshards);
+
+/** Free the cache and every entry. NULL is a no-op. Not thread-safe. */
+void cache_free(struct cache *c);
+
+/**
+ * Find key. If present and now < its expiry, call
+ * fn(val, vlen, stored_at, arg) while holding the shard's lock and return
+ * fn's result (by convention >= 0 for a hit).
+ * @param fn   may be NULL (then a hit returns 0). It must be quick and must
+ *             not call into this cache (the shard lock is not recursive).
+ *             val is valid only during the call (copy what you need),
+ *             aligned to 8 bytes, and must not be written; stored_at is the
+ *             `now` that was passed to the cache_insert() that stored it.
+ * @return fn's result (0 if fn is NULL), or -ENOENT on a miss or when the
+ *         entry has expired (counted in both misses and expired; the entry
+ *         is removed now or by a later insert/eviction). Thread-safe.
+ */
+int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
+		 int (*fn)(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg),
+		 void *arg);
+
+/**
+ * Insert or replace key with a copy of val (the cache keeps no pointer to
+ * key or val), alive for ttl seconds from now: lookups at now + ttl and later
+ * miss. Evicts entries of the key's shard in CLOCK (second-chance) order,
+ * expired ones first, until the new entry fits the shard's share of max_bytes.
+ * @param ttl  0 = do not insert (returns 0; an existing entry is kept).
+ * @return 0; -ENOMEM (allocation failed; an existing entry for key may
+ *         be gone);
+ *         -E2BIG (the entry can never fit a shard's budget, or
+ *         klen > CACHE_MAX_KEY, or vlen >= 4 GiB). Thread-safe.
+ */
+int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
+		 size_t vlen, uint32_t now, uint32_t ttl);
+
+/**
+ * Remove every entry for which match(key, klen, arg) is true.
+ * @param match  NULL = all. Called with a shard lock held, under the same
+ *               rules as cache_lookup()'s fn; key is valid only during the call.
+ * @return number of entries removed (flushed entries are not counted as
+ *         evictions). Thread-safe; entries inserted concurrently may survive.
+ */
+size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t klen, void *arg),
+		   void *arg);
+
+/** Counters since cache_new(), and current occupancy. */
+struct cache_stats {
+	uint64_t hits;         /* lookups that called fn */
+	uint64_t misses;       /* lookups that returned -ENOENT (incl. expired) */
+	uint64_t inserts;      /* successful cache_insert() with ttl > 0 */
+	uint64_t replacements; /* inserts that replaced an existing entry */
+	uint64_t evictions;    /* entries removed to make room */
+	uint64_t expired;      /* lookups that found the key expired */
+	size_t entries;        /* entries stored now (expired ones until reaped) */
+	size_t bytes;          /* memory charged now: entries + hash tables */
+	size_t max_bytes;      /* the cap given to cache_new() */
+};
+
+/**
+ * Fill out with the current counters. Lock-free; under concurrency the
+ * fields are individually accurate but not a consistent snapshot.
+ */
+void cache_get_stats(struct cache *c, struct cache_stats *out);

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* EDNS-domain set: an open-addressing hash of lower-cased wire names. */
+#include "resolver/domains.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dom_entry {
+	uint8_t name[256]; /* lower-cased wire form */
+	size_t len;
+	struct store_domain rule;
+};
+
+struct domains {
+	struct dom_entry *entries;
+	size_t count, cap;
+	size_t *slots; /* index+1 into entries, 0 = empty; cap is a power of two */
+	size_t nslots;
+};
+
+static uint64_t name_hash(const uint8_t *n, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < len; i++) {
+		h ^= n[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* Text name (normalized, trailing dot) to lower-cased wire form. */
+static int text_to_wire(const char *text, uint8_t *out, size_t *len)
+{
+	size_t o = 0;
+	if (strcmp(text, ".") == 0) {
+		out[0] = 0;
+		*len = 1;
+		return 0;
+	}
+	const char *p = text;
+	while (*p) {
+		const char *dot = strchr(p, '.');
+		size_t l = dot ? (size_t)(dot - p) : strlen(p);
+		if (l == 0 || l > 63 || o + l + 2 > 255)
+			return -EINVAL;
+		out[o++] = (uint8_t)l;
+		for (size_t i = 0; i < l; i++)
+			out[o++] = (uint8_t)tolower((unsigned char)p[i]);
+		p += l;
+		if (*p == '.')
+			p++;
+	}
+	out[o++] = 0;
+	*len = o;
+	return 0;
+}
+
+struct domains *domains_empty(void)
+{
+	struct domains *d = calloc(1, sizeof(*d));
+	if (d == NULL)
+		return NULL;
+	d->nslots = 16;
+	d->slots = calloc(d->nslots, sizeof(size_t));
+	if (d->slots == NULL) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+void domains_free(struct domains *d)
+{
+	if (d == NULL)
+		return;
+	free(d->entries);
+	free(d->slots);
+	free(d);
+}
+
+static int add_rule(const struct store_domain *rule, void *arg)
+{
+	struct domains *d = arg;
+	if (d->count == d->cap) {
+		size_t ncap = d->cap ? d->cap * 2 : 64;
+		struct dom_entry *ne = realloc(d->entries, ncap * sizeof(*ne));
+		if (ne == NULL)
+			return -ENOMEM;
+		d->entries = ne;
+		d->cap = ncap;
+	}
+	struct dom_entry *e = &d->entries[d->count];
+	if (text_to_wire(rule->name, e->name, &e->len) != 0)
+		return 0; /* the store validates names; skip anything odd */
+	e->rule = *rule;
+	d->count++;
+	return 0;
+}
+
+static int build_index(struct domains *d)
+{
+	size_t n = 16;
+	while (n < d->count * 2)
+		n <<= 1;
+	free(d->slots);
+	d->slots = calloc(n, sizeof(size_t));
+	if (d->slots == NULL)
+		return -ENOMEM;
+	d->nslots = n;
+	for (size_t i = 0; i < d->count; i++) {
+		size_t s = name_hash(d->entries[i].name, d->entries[i].len) & (n - 1);
+		while (d->slots[s] != 0)
+			s = (s + 1) & (n - 1);
+		d->slots[s] = i + 1;
+	}
+	return 0;
+}
+
+int domains_load(struct store *s, struct domains **out, uint64_t *version)
+{
+	struct domains *d = domains_empty();
+	if (d == NULL)
+		return -ENOMEM;
+	uint64_t v = 0;
+	int rc = store_version(s, &v);
+	if (rc == 0)
+		rc = store_foreach(s, add_rule, d);
+	if (rc == 0)
+		rc = build_index(d);
+	if (rc != 0) {
+		domains_free(d);
+		return rc;
+	}
+	if (version)
+		*version = v;
+	*out = d;
+	return 0;
+}
+
+static const struct dom_entry *find(const struct domains *d, const uint8_t *name, size_t len)
+{
+	size_t mask = d->nslots - 1;
+	size_t s = name_hash(name, len) & mask;
+	while (d->slots[s] != 0) {
+		const struct dom_entry *e = &d->entries[d->slots[s] - 1];
+		if (e->len == len && memcmp(e->name, name, len) == 0)
+			return e;
+		s = (s + 1) & mask;
+	}
+	return NULL;
+}
+
+const struct store_domain *domains_match(const struct domains *d, const uint8_t *qname, size_t len)
+{
+	if (d == NULL || d->count == 0 || len == 0)
+		return NULL;
+	const struct dom_entry *e = find(d, qname, len);
+	if (e != NULL)
+		return &e->rule;
+	/* Walk up label by label looking for a --subtree entry. */
+	size_t off = 0;
+	while (off < len && qname[off] != 0) {
+		off += (size_t)qname[off] + 1;
+		if (off >= len)
+			break;
+		e = find(d, qname + off, len - off);
+		if (e != NULL && e->rule.subtree)
+			return &e->rule;
+	}
+	return NULL;
+}
+
+size_t domains_count(const struct domains *d)
+{
+	return d ? d->count : 0;
+}

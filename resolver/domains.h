@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. The set of EDNS domains, read from the store, matched by qname. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/store.h"
+
+struct domains;
+
+/**
+ * Read every domain from the store into a new immutable set.
+ * @param version out, optional: the store version the set was read at.
+ * @return 0 (*out set; free with domains_free) or a store error.
+ */
+int domains_load(struct store *s, struct domains **out, uint64_t *version);
+
+/** An empty set (no EDNS domains). @return NULL on ENOMEM. */
+struct domains *domains_empty(void);
+void domains_free(struct domains *d);
+
+/**
+ * The rule for a lower-cased wire qname: an exact entry for the name itself,
+ * else the nearest enclosing --subtree entry. Thread-safe.
+ * @return the rule (valid while d lives) or NULL when the name is normal.
+ */
+const struct store_domain *domains_match(const struct domains *d, const uint8_t *qname, size_t len);
+
+/** Number of domains in the set. */
+size_t domains_count(const struct domains *d);

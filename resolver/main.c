@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* partdns: the daemon's command line. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/conf.h"
+#include "resolver/log.h"
+#include "resolver/server.h"
+
+#define PARTDNS_VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: partdns [-c FILE] [-t] [-v] [-d]\n"
+	        "  -c FILE  configuration (default " CONF_DEFAULT_PATH ")\n"
+	        "  -t       check the configuration, print every error, exit 0 (valid) or 1\n"
+	        "  -d       debug logging\n"
+	        "  -v       print the version\n"
+	        "partdns runs in the foreground; SIGHUP reloads, SIGTERM/SIGINT stop it.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = CONF_DEFAULT_PATH;
+	int check = 0, opt;
+	while ((opt = getopt(argc, argv, "c:tdvh")) != -1) {
+		switch (opt) {
+		case 'c': path = optarg; break;
+		case 't': check = 1; break;
+		case 'd': log_set_level(LOG_DEBUG); break;
+		case 'v': printf("partdns %s\n", PARTDNS_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	struct conf *c = NULL;
+	unsigned nerrors = 0;
+	int rc = conf_load(path, stderr, &c, &nerrors);
+	if (rc != 0) {
+		if (nerrors > 0)
+			fprintf(stderr, "%s: %u error(s)\n", path, nerrors);
+		else
+			fprintf(stderr, "%s: %s\n", path, conf_strerror(rc));
+		return 1;
+	}
+	if (check) {
+		printf("%s: configuration OK\n", path);
+		conf_free(c);
+		return 0;
+	}
+	struct server *srv = server_new(path, c);
+	if (srv == NULL)
+		return 1;
+	rc = server_run(srv);
+	server_free(srv);
+	return rc == 0 ? 0 : 1;
+}

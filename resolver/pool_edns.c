@@ -1,0 +1,914 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The EDNS pool: resolutions of EDNS domains for a partition. Its own threads,
+ * sockets and libunbound contexts, so a flood here never delays normal
+ * resolution. libunbound cannot send ECS, so each thread asks its own
+ * libunbound context only for the zone cut and nameserver addresses, then
+ * sends the ECS-bearing query itself (policy iterate), or sends it to the
+ * forward targets (policy forward). CNAME chains are followed hop by hop,
+ * each hop with the partition's ECS, and spliced into one answer.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ldns/ldns.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <unbound.h>
+#include <unistd.h>
+
+#include "resolver/log.h"
+#include "resolver/pool.h"
+#include "resolver/ub.h"
+
+#define MAX_SERVERS 8
+#define MAX_NSNAMES 4
+#define MAX_HOPS 8        /* CNAME hops followed across responses */
+#define MAX_REFERRALS 6   /* referrals followed below the zone libunbound gave */
+#define MAX_TRIES 4       /* upstream attempts per hop */
+#define ZCACHE_SLOTS 1024
+#define ZCACHE_TTL_NS (60ull * 1000000000ull)
+
+enum est { E_SOA, E_NS, E_ADDR, E_QUERY };
+enum eev_kind { EEV_JOBS, EEV_UB, EEV_STOP, EEV_SOCK };
+
+struct eev {
+	enum eev_kind kind;
+	struct eres *r;
+};
+
+struct zentry {
+	uint8_t name[WIRE_MAX_NAME];
+	size_t name_len;
+	uint64_t expires_ns;
+	int nsrv;
+	struct sockaddr_storage srv[MAX_SERVERS];
+};
+
+struct ethread {
+	struct pool_edns *pool;
+	unsigned idx;
+	pthread_t thread;
+	bool started;
+	int epfd;
+	struct ub_ctx *ctx;
+	struct mq jobs;
+	struct eev jobs_ev, ub_ev, stop_ev;
+	struct eres *list; /* every resolution in progress */
+	struct zentry *zcache;
+	struct counters ctr;
+	uint8_t buf[65535 + 2];
+};
+
+struct pool_edns {
+	struct server *srv;
+	unsigned nthreads;
+	struct ethread *threads;
+	unsigned max_inflight;
+	atomic_uint inflight;
+};
+
+/* One resolution in progress. */
+struct eres {
+	struct eres *prev, *next;
+	struct ethread *t;
+	struct job *job;
+	bool forward;
+	uint8_t name[WIRE_MAX_NAME]; /* the name of this hop */
+	size_t name_len;
+	uint8_t *acc;                /* responses of earlier hops, spliced */
+	size_t acc_len;
+	int hops, referrals;
+	enum est st;
+	uint8_t zname[WIRE_MAX_NAME]; /* name whose SOA is asked */
+	size_t zname_len;
+	uint8_t zone[WIRE_MAX_NAME];
+	size_t zone_len;
+	struct sockaddr_storage srv[MAX_SERVERS];
+	int nsrv, cur, tries;
+	uint8_t nsnames[MAX_NSNAMES][WIRE_MAX_NAME];
+	size_t nsname_len[MAX_NSNAMES];
+	int nns, ns_i;
+	/* upstream exchange */
+	int fd;
+	bool tcp, tcp_sent;
+	struct eev ev;
+	uint16_t id;
+	uint64_t deadline_ns;
+	uint8_t q[512];
+	size_t qlen;
+	uint8_t *tbuf; /* TCP response being read */
+	size_t tlen;
+};
+
+static void eres_query(struct eres *r);
+static void eres_start_hop(struct eres *r);
+
+/* ---- helpers ---- */
+
+static uint32_t rnd32(void)
+{
+	uint32_t v;
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		v = (uint32_t)now_ns() * 2654435761u;
+	return v;
+}
+
+static uint64_t name_hash(const uint8_t *n, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < len; i++) {
+		h ^= n[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static void close_sock(struct eres *r)
+{
+	if (r->fd >= 0) {
+		epoll_ctl(r->t->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+		close(r->fd);
+		r->fd = -1;
+	}
+	free(r->tbuf);
+	r->tbuf = NULL;
+	r->tlen = 0;
+	r->tcp_sent = false;
+}
+
+static void eres_free(struct eres *r)
+{
+	struct ethread *t = r->t;
+	close_sock(r);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		t->list = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	free(r->acc);
+	free(r);
+	atomic_fetch_sub(&t->pool->inflight, 1);
+}
+
+static void eres_fail(struct eres *r, const char *why)
+{
+	char name[512] = "?";
+	wire_name_to_text(r->job->qname, r->job->qname_len, name, sizeof(name));
+	log_debug("EDNS resolution of %s for partition %u failed: %s", name, r->job->partition, why);
+	counter_inc(&r->t->ctr.upstream_errors);
+	struct job *job = r->job;
+	eres_free(r);
+	server_job_fail(job, WIRE_RCODE_SERVFAIL);
+}
+
+static void eres_done(struct eres *r, const uint8_t *resp, size_t len)
+{
+	struct job *job = r->job;
+	if (r->acc) {
+		uint8_t *out;
+		size_t out_len;
+		if (wire_splice(r->acc, r->acc_len, resp, len, &out, &out_len) != 0) {
+			eres_fail(r, "cannot splice the CNAME chain");
+			return;
+		}
+		eres_free(r);
+		server_job_done(job, out, out_len);
+		free(out);
+		return;
+	}
+	/* resp may live in the thread's buffer: finish the job before reuse */
+	eres_free(r);
+	server_job_done(job, resp, len);
+}
+
+static struct zentry *zcache_slot(struct ethread *t, const uint8_t *name, size_t len)
+{
+	return &t->zcache[name_hash(name, len) % ZCACHE_SLOTS];
+}
+
+static bool zcache_get(struct eres *r)
+{
+	struct zentry *z = zcache_slot(r->t, r->name, r->name_len);
+	if (z->nsrv == 0 || z->name_len != r->name_len || memcmp(z->name, r->name, r->name_len) != 0 ||
+	    now_ns() > z->expires_ns)
+		return false;
+	r->nsrv = z->nsrv;
+	memcpy(r->srv, z->srv, sizeof(r->srv));
+	return true;
+}
+
+static void zcache_put(struct eres *r)
+{
+	struct zentry *z = zcache_slot(r->t, r->name, r->name_len);
+	memcpy(z->name, r->name, r->name_len);
+	z->name_len = r->name_len;
+	z->nsrv = r->nsrv;
+	memcpy(z->srv, r->srv, sizeof(z->srv));
+	z->expires_ns = now_ns() + ZCACHE_TTL_NS;
+}
+
+static bool rdf_name(const ldns_rdf *rdf, const uint8_t **name, size_t *len)
+{
+	if (rdf == NULL || ldns_rdf_get_type(rdf) != LDNS_RDF_TYPE_DNAME)
+		return false;
+	*name = ldns_rdf_data(rdf);
+	*len = ldns_rdf_size(rdf);
+	return *len > 0 && *len <= WIRE_MAX_NAME;
+}
+
+static void add_server(struct eres *r, int family, const uint8_t *addr, uint16_t port)
+{
+	if (r->nsrv >= MAX_SERVERS)
+		return;
+	struct sockaddr_storage *ss = &r->srv[r->nsrv];
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		memcpy(&s4->sin_addr, addr, 4);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		memcpy(&s6->sin6_addr, addr, 16);
+	}
+	r->nsrv++;
+}
+
+/* A and AAAA records of list whose owner is one of the NS names: glue. */
+static void take_glue(struct eres *r, const ldns_rr_list *list)
+{
+	for (size_t i = 0; list && i < ldns_rr_list_rr_count(list); i++) {
+		const ldns_rr *rr = ldns_rr_list_rr(list, i);
+		ldns_rr_type type = ldns_rr_get_type(rr);
+		if (type != LDNS_RR_TYPE_A && type != LDNS_RR_TYPE_AAAA)
+			continue;
+		const uint8_t *owner;
+		size_t olen;
+		if (!rdf_name(ldns_rr_owner(rr), &owner, &olen))
+			continue;
+		bool is_ns = false;
+		for (int k = 0; k < r->nns && !is_ns; k++)
+			is_ns = wire_name_equal(owner, olen, r->nsnames[k], r->nsname_len[k]);
+		const ldns_rdf *a = ldns_rr_rdf(rr, 0);
+		if (!is_ns || a == NULL)
+			continue;
+		if (type == LDNS_RR_TYPE_A && ldns_rdf_size(a) == 4)
+			add_server(r, AF_INET, ldns_rdf_data(a), 53);
+		else if (type == LDNS_RR_TYPE_AAAA && ldns_rdf_size(a) == 16)
+			add_server(r, AF_INET6, ldns_rdf_data(a), 53);
+	}
+}
+
+/* NS names of zone from list (owner must be zone). */
+static void take_nsnames(struct eres *r, const ldns_rr_list *list, const uint8_t *zone, size_t zone_len)
+{
+	r->nns = 0;
+	for (size_t i = 0; list && i < ldns_rr_list_rr_count(list) && r->nns < MAX_NSNAMES; i++) {
+		const ldns_rr *rr = ldns_rr_list_rr(list, i);
+		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_NS)
+			continue;
+		const uint8_t *owner, *ns;
+		size_t olen, nlen;
+		if (!rdf_name(ldns_rr_owner(rr), &owner, &olen) || !wire_name_equal(owner, olen, zone, zone_len))
+			continue;
+		if (!rdf_name(ldns_rr_rdf(rr, 0), &ns, &nlen))
+			continue;
+		memcpy(r->nsnames[r->nns], ns, nlen);
+		r->nsname_len[r->nns] = nlen;
+		r->nns++;
+	}
+}
+
+/* ---- libunbound lookups (zone cut, nameserver addresses) ---- */
+
+static void ub_done(void *arg, int err, struct ub_result *res);
+
+static void ub_lookup(struct eres *r, const uint8_t *name, size_t len, uint16_t type)
+{
+	char text[1024];
+	if (wire_name_to_text(name, len, text, sizeof(text)) < 0) {
+		eres_fail(r, "bad name");
+		return;
+	}
+	counter_inc(&r->t->ctr.ub_lookups);
+	int id;
+	int rc = ub_resolve_async(r->t->ctx, text, type, LDNS_RR_CLASS_IN, r, ub_done, &id);
+	if (rc != 0)
+		eres_fail(r, ub_strerror(rc));
+}
+
+static void on_soa(struct eres *r, ldns_pkt *pkt)
+{
+	const ldns_rr_list *an = ldns_pkt_answer(pkt);
+	bool alias = false;
+	for (size_t i = 0; an && i < ldns_rr_list_rr_count(an); i++) {
+		const ldns_rr *rr = ldns_rr_list_rr(an, i);
+		const uint8_t *owner;
+		size_t olen;
+		if (!rdf_name(ldns_rr_owner(rr), &owner, &olen) ||
+		    !wire_name_equal(owner, olen, r->zname, r->zname_len))
+			continue;
+		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_SOA) {
+			memcpy(r->zone, r->zname, r->zname_len);
+			r->zone_len = r->zname_len;
+			goto found;
+		}
+		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_CNAME || ldns_rr_get_type(rr) == LDNS_RR_TYPE_DNAME)
+			alias = true;
+	}
+	if (alias) {
+		/* The SOA answer followed the alias elsewhere: the zone holding the
+		 * alias is the one holding its parent. */
+		int off = wire_name_parent(r->zname, r->zname_len);
+		if (off <= 0) {
+			eres_fail(r, "no zone found");
+			return;
+		}
+		memmove(r->zname, r->zname + off, r->zname_len - (size_t)off);
+		r->zname_len -= (size_t)off;
+		ub_lookup(r, r->zname, r->zname_len, LDNS_RR_TYPE_SOA);
+		return;
+	}
+	const ldns_rr_list *ns = ldns_pkt_authority(pkt);
+	for (size_t i = 0; ns && i < ldns_rr_list_rr_count(ns); i++) {
+		const ldns_rr *rr = ldns_rr_list_rr(ns, i);
+		const uint8_t *owner;
+		size_t olen;
+		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_SOA || !rdf_name(ldns_rr_owner(rr), &owner, &olen))
+			continue;
+		if (!wire_name_in_zone(r->name, r->name_len, owner, olen))
+			continue;
+		memcpy(r->zone, owner, olen);
+		r->zone_len = olen;
+		goto found;
+	}
+	eres_fail(r, "no SOA for the zone cut");
+	return;
+found:
+	wire_name_lower(r->zone, r->zone_len, r->zone);
+	r->st = E_NS;
+	ub_lookup(r, r->zone, r->zone_len, LDNS_RR_TYPE_NS);
+}
+
+static void next_nsaddr(struct eres *r)
+{
+	if (r->ns_i >= r->nns) {
+		eres_fail(r, "no address for any nameserver");
+		return;
+	}
+	r->st = E_ADDR;
+	int i = r->ns_i++;
+	ub_lookup(r, r->nsnames[i], r->nsname_len[i], LDNS_RR_TYPE_A);
+}
+
+static void on_ns(struct eres *r, ldns_pkt *pkt)
+{
+	if (log_get_level() >= LOG_DEBUG) {
+		char *txt = ldns_pkt2str(pkt);
+		log_debug("NS answer: %s", txt ? txt : "?");
+		free(txt);
+	}
+	take_nsnames(r, ldns_pkt_answer(pkt), r->zone, r->zone_len);
+	if (r->nns == 0) {
+		eres_fail(r, "zone has no NS records");
+		return;
+	}
+	r->nsrv = 0;
+	take_glue(r, ldns_pkt_additional(pkt));
+	if (r->nsrv > 0) {
+		zcache_put(r);
+		eres_query(r);
+		return;
+	}
+	r->ns_i = 0;
+	next_nsaddr(r);
+}
+
+static void on_addr(struct eres *r, ldns_pkt *pkt)
+{
+	const ldns_rr_list *an = ldns_pkt_answer(pkt);
+	for (size_t i = 0; an && i < ldns_rr_list_rr_count(an); i++) {
+		const ldns_rr *rr = ldns_rr_list_rr(an, i);
+		const ldns_rdf *a = ldns_rr_rdf(rr, 0);
+		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_A && a && ldns_rdf_size(a) == 4)
+			add_server(r, AF_INET, ldns_rdf_data(a), 53);
+	}
+	if (r->nsrv == 0) {
+		next_nsaddr(r);
+		return;
+	}
+	if (r->referrals == 0)
+		zcache_put(r);
+	eres_query(r);
+}
+
+static void ub_done(void *arg, int err, struct ub_result *res)
+{
+	struct eres *r = arg;
+	ldns_pkt *pkt = NULL;
+	if (err != 0 || res == NULL || res->answer_packet == NULL ||
+	    ldns_wire2pkt(&pkt, res->answer_packet, (size_t)res->answer_len) != LDNS_STATUS_OK) {
+		if (res)
+			ub_resolve_free(res);
+		if (r->st == E_ADDR) {
+			next_nsaddr(r);
+			return;
+		}
+		eres_fail(r, err ? ub_strerror(err) : "zone-cut lookup failed");
+		return;
+	}
+	ub_resolve_free(res);
+	switch (r->st) {
+	case E_SOA: on_soa(r, pkt); break;
+	case E_NS: on_ns(r, pkt); break;
+	case E_ADDR: on_addr(r, pkt); break;
+	case E_QUERY: break;
+	}
+	ldns_pkt_free(pkt);
+}
+
+/* ---- the ECS-bearing upstream exchange ---- */
+
+static int open_upstream(struct eres *r, const struct sockaddr_storage *to, bool tcp)
+{
+	socklen_t tolen = to->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int fd = socket(to->ss_family, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (!tcp) {
+		/* A random source port of our own choosing, not the kernel's next one. */
+		struct sockaddr_storage local;
+		memset(&local, 0, sizeof(local));
+		local.ss_family = to->ss_family;
+		for (int i = 0; i < 8; i++) {
+			uint16_t port = (uint16_t)(1024 + rnd32() % (65536 - 1024));
+			if (to->ss_family == AF_INET)
+				((struct sockaddr_in *)&local)->sin_port = htons(port);
+			else
+				((struct sockaddr_in6 *)&local)->sin6_port = htons(port);
+			if (bind(fd, (struct sockaddr *)&local, tolen) == 0)
+				break;
+		}
+	}
+	/* connect() makes the kernel drop datagrams from other addresses/ports. */
+	if (connect(fd, (const struct sockaddr *)to, tolen) != 0 && errno != EINPROGRESS) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static void next_server(struct eres *r, const char *why)
+{
+	close_sock(r);
+	r->tcp = false;
+	r->cur++;
+	if (r->tries >= MAX_TRIES || r->cur >= r->nsrv * 2) {
+		eres_fail(r, why);
+		return;
+	}
+	eres_query(r);
+}
+
+static void eres_query(struct eres *r)
+{
+	struct job *job = r->job;
+	r->st = E_QUERY;
+	if (r->nsrv == 0) {
+		eres_fail(r, "no servers");
+		return;
+	}
+	r->tries++;
+	const struct sockaddr_storage *to = &r->srv[r->cur % r->nsrv];
+	r->id = (uint16_t)rnd32();
+	int len = wire_query_build(r->id, r->forward, job->do_bit, r->name, r->name_len, job->qtype, job->qclass,
+	                           &job->ecs, r->q, sizeof(r->q));
+	if (len < 0) {
+		eres_fail(r, "cannot build the query");
+		return;
+	}
+	r->qlen = (size_t)len;
+	if (log_get_level() >= LOG_DEBUG) {
+		char a[INET6_ADDRSTRLEN] = "?", n[512] = "?";
+		const void *src = to->ss_family == AF_INET ? (const void *)&((const struct sockaddr_in *)to)->sin_addr
+		                                            : (const void *)&((const struct sockaddr_in6 *)to)->sin6_addr;
+		inet_ntop(to->ss_family, src, a, sizeof(a));
+		wire_name_to_text(r->name, r->name_len, n, sizeof(n));
+		log_debug("EDNS query %s type %u to %s port %u%s (partition %u)", n, job->qtype, a,
+		          ntohs(((const struct sockaddr_in *)to)->sin_port), r->tcp ? " over TCP" : "", job->partition);
+	}
+	int fd = open_upstream(r, to, r->tcp);
+	if (fd < 0) {
+		next_server(r, strerror(-fd));
+		return;
+	}
+	r->fd = fd;
+	r->ev = (struct eev){ .kind = EEV_SOCK, .r = r };
+	struct epoll_event e = { .events = r->tcp ? EPOLLOUT : EPOLLIN, .data.ptr = &r->ev };
+	if (epoll_ctl(r->t->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+		next_server(r, "epoll");
+		return;
+	}
+	r->deadline_ns = now_ns() + (uint64_t)job->timeout_ms * 1000000ull;
+	counter_inc(&r->t->ctr.upstream_queries);
+	if (!r->tcp && send(fd, r->q, r->qlen, 0) != (ssize_t)r->qlen)
+		next_server(r, "send failed");
+}
+
+/* A referral: follow it below the current zone (iterate policy only). */
+static bool follow_referral(struct eres *r, const uint8_t *resp, size_t len)
+{
+	ldns_pkt *pkt = NULL;
+	if (r->forward || ldns_wire2pkt(&pkt, resp, len) != LDNS_STATUS_OK)
+		return false;
+	const ldns_rr_list *ns = ldns_pkt_authority(pkt);
+	const uint8_t *cut = NULL;
+	size_t cut_len = 0;
+	for (size_t i = 0; ns && i < ldns_rr_list_rr_count(ns); i++) {
+		const ldns_rr *rr = ldns_rr_list_rr(ns, i);
+		const uint8_t *owner;
+		size_t olen;
+		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_NS && rdf_name(ldns_rr_owner(rr), &owner, &olen) &&
+		    wire_name_in_zone(r->name, r->name_len, owner, olen) &&
+		    !wire_name_equal(owner, olen, r->zone, r->zone_len) &&
+		    wire_name_in_zone(owner, olen, r->zone, r->zone_len)) {
+			cut = owner;
+			cut_len = olen;
+			break;
+		}
+	}
+	if (cut == NULL || ++r->referrals > MAX_REFERRALS) {
+		ldns_pkt_free(pkt);
+		return false;
+	}
+	memcpy(r->zone, cut, cut_len);
+	r->zone_len = cut_len;
+	take_nsnames(r, ns, r->zone, r->zone_len);
+	r->nsrv = 0;
+	r->cur = 0;
+	r->tries = 0;
+	take_glue(r, ldns_pkt_additional(pkt));
+	ldns_pkt_free(pkt);
+	close_sock(r);
+	if (r->nsrv > 0) {
+		eres_query(r);
+	} else {
+		r->ns_i = 0;
+		next_nsaddr(r);
+	}
+	return true;
+}
+
+static void on_response(struct eres *r, const uint8_t *resp, size_t len)
+{
+	struct job *job = r->job;
+	struct wire_resp_info info;
+	int rc = wire_response_check(resp, len, r->id, r->name, r->name_len, job->qtype, job->qclass, &job->ecs,
+	                             &info);
+	if (rc == WIRE_E_MISMATCH) {
+		counter_inc(&r->t->ctr.upstream_mismatch);
+		if (r->tcp)
+			next_server(r, "mismatched response over TCP");
+		return; /* not ours (or a wrong ECS): keep waiting */
+	}
+	if (rc != 0) {
+		next_server(r, "malformed response");
+		return;
+	}
+	if (info.tc && !r->tcp) {
+		close_sock(r);
+		r->tcp = true;
+		r->tries--; /* the TCP retry belongs to the same attempt */
+		eres_query(r);
+		return;
+	}
+	if (info.rcode != WIRE_RCODE_NOERROR && info.rcode != WIRE_RCODE_NXDOMAIN) {
+		next_server(r, "server error rcode");
+		return;
+	}
+	if (info.rcode == WIRE_RCODE_NOERROR && info.ancount == 0 && !info.aa && info.nscount > 0 &&
+	    follow_referral(r, resp, len))
+		return;
+	uint8_t target[WIRE_MAX_NAME];
+	size_t tlen = 0;
+	int ct = wire_cname_target(resp, len, r->name, r->name_len, job->qtype, target, &tlen);
+	if (ct < 0) {
+		next_server(r, "malformed answer");
+		return;
+	}
+	if (ct == 1 && r->hops < MAX_HOPS) {
+		/* Splice this hop and resolve the target, with the same ECS. */
+		if (r->acc == NULL) {
+			r->acc = malloc(len);
+			if (r->acc == NULL) {
+				eres_fail(r, "out of memory");
+				return;
+			}
+			memcpy(r->acc, resp, len);
+			r->acc_len = len;
+		} else {
+			uint8_t *out;
+			size_t out_len;
+			if (wire_splice(r->acc, r->acc_len, resp, len, &out, &out_len) != 0) {
+				eres_fail(r, "cannot splice the CNAME chain");
+				return;
+			}
+			free(r->acc);
+			r->acc = out;
+			r->acc_len = out_len;
+		}
+		r->hops++;
+		close_sock(r);
+		memcpy(r->name, target, tlen);
+		r->name_len = tlen;
+		eres_start_hop(r);
+		return;
+	}
+	eres_done(r, resp, len);
+}
+
+static void on_sock(struct eres *r, uint32_t events)
+{
+	uint8_t *buf = r->t->buf;
+	if (!r->tcp) {
+		/* one datagram per wake-up; epoll is level-triggered */
+		ssize_t n = recv(r->fd, buf, 65535, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				char why[128];
+				snprintf(why, sizeof(why), "receive error: %s", strerror(errno));
+				next_server(r, why); /* e.g. ICMP port unreachable */
+			}
+			return;
+		}
+		on_response(r, buf, (size_t)n);
+		return;
+	}
+	if (!r->tcp_sent) {
+		if (!(events & EPOLLOUT))
+			return;
+		uint8_t msg[514];
+		msg[0] = (uint8_t)(r->qlen >> 8);
+		msg[1] = (uint8_t)r->qlen;
+		memcpy(msg + 2, r->q, r->qlen);
+		if (send(r->fd, msg, r->qlen + 2, MSG_NOSIGNAL) != (ssize_t)(r->qlen + 2)) {
+			next_server(r, "TCP connect/send failed");
+			return;
+		}
+		r->tcp_sent = true;
+		struct epoll_event e = { .events = EPOLLIN, .data.ptr = &r->ev };
+		epoll_ctl(r->t->epfd, EPOLL_CTL_MOD, r->fd, &e);
+		return;
+	}
+	if (r->tbuf == NULL) {
+		r->tbuf = malloc(65535 + 2);
+		if (r->tbuf == NULL) {
+			eres_fail(r, "out of memory");
+			return;
+		}
+	}
+	ssize_t n = recv(r->fd, r->tbuf + r->tlen, 65537 - r->tlen, MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+		next_server(r, "TCP connection closed");
+		return;
+	}
+	if (n < 0)
+		return;
+	r->tlen += (size_t)n;
+	if (r->tlen < 2)
+		return;
+	size_t want = ((size_t)r->tbuf[0] << 8) | r->tbuf[1];
+	if (r->tlen < want + 2)
+		return;
+	memcpy(buf, r->tbuf + 2, want);
+	on_response(r, buf, want);
+}
+
+/* ---- resolution start and timeouts ---- */
+
+static void eres_start_hop(struct eres *r)
+{
+	r->cur = 0;
+	r->tries = 0;
+	r->referrals = 0;
+	r->tcp = false;
+	if (r->forward) {
+		r->nsrv = 0;
+		for (size_t i = 0; i < r->job->nforward && r->nsrv < MAX_SERVERS; i++) {
+			memcpy(&r->srv[r->nsrv], &r->job->forward[i].ss, r->job->forward[i].len);
+			r->nsrv++;
+		}
+		if (r->nsrv == 0) {
+			eres_fail(r, "policy forward without targets (edns.forward)");
+			return;
+		}
+		eres_query(r);
+		return;
+	}
+	if (zcache_get(r)) {
+		eres_query(r);
+		return;
+	}
+	r->nsrv = 0;
+	r->st = E_SOA;
+	memcpy(r->zname, r->name, r->name_len);
+	r->zname_len = r->name_len;
+	ub_lookup(r, r->zname, r->zname_len, LDNS_RR_TYPE_SOA);
+}
+
+static void start_job(struct ethread *t, struct job *job)
+{
+	struct eres *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		atomic_fetch_sub(&t->pool->inflight, 1);
+		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		return;
+	}
+	r->t = t;
+	r->job = job;
+	r->fd = -1;
+	r->forward = job->rule.policy == CONF_POLICY_FORWARD;
+	memcpy(r->name, job->qname, job->qname_len);
+	r->name_len = job->qname_len;
+	r->next = t->list;
+	if (t->list)
+		t->list->prev = r;
+	t->list = r;
+	counter_inc(&t->ctr.edns_queries);
+	eres_start_hop(r);
+}
+
+static void check_timeouts(struct ethread *t)
+{
+	uint64_t now = now_ns();
+	struct eres *r = t->list;
+	while (r) {
+		struct eres *next = r->next;
+		if (r->st == E_QUERY && r->fd >= 0 && now > r->deadline_ns) {
+			counter_inc(&t->ctr.upstream_timeouts);
+			next_server(r, "timeout");
+		}
+		r = next;
+	}
+}
+
+static void *ethread_main(void *arg)
+{
+	struct ethread *t = arg;
+	struct epoll_event ev[64];
+	while (!server_stopping(t->pool->srv)) {
+		int n = epoll_wait(t->epfd, ev, 64, 20);
+		for (int i = 0; i < n; i++) {
+			struct eev *e = ev[i].data.ptr;
+			if (e->kind == EEV_JOBS) {
+				struct mq_node *m = mq_take_all(&t->jobs);
+				while (m) {
+					struct job *job = (struct job *)m;
+					m = m->next;
+					start_job(t, job);
+				}
+			} else if (e->kind == EEV_UB) {
+				ub_process(t->ctx);
+			} else if (e->kind == EEV_SOCK) {
+				/* the resolution may have moved on since epoll_wait */
+				struct eres *x;
+				for (x = t->list; x && x != e->r; x = x->next)
+					;
+				if (x && x->fd >= 0 && &x->ev == e)
+					on_sock(x, ev[i].events);
+			}
+		}
+		check_timeouts(t);
+	}
+	return NULL;
+}
+
+/* ---- pool ---- */
+
+struct pool_edns *pool_edns_new(struct server *srv, const struct conf *c)
+{
+	struct pool_edns *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->srv = srv;
+	p->nthreads = c->edns.threads ? c->edns.threads : 1;
+	p->max_inflight = c->edns.max_inflight ? c->edns.max_inflight : 1000;
+	p->threads = calloc(p->nthreads, sizeof(*p->threads));
+	if (p->threads == NULL)
+		goto fail;
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		struct ethread *t = &p->threads[i];
+		t->pool = p;
+		t->idx = i;
+		t->epfd = -1;
+		t->jobs.efd = -1;
+	}
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		struct ethread *t = &p->threads[i];
+		t->zcache = calloc(ZCACHE_SLOTS, sizeof(*t->zcache));
+		t->ctx = ub_from_conf(c);
+		if (t->zcache == NULL || t->ctx == NULL || mq_init(&t->jobs) != 0)
+			goto fail;
+		t->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (t->epfd < 0)
+			goto fail;
+		t->jobs_ev = (struct eev){ .kind = EEV_JOBS };
+		t->ub_ev = (struct eev){ .kind = EEV_UB };
+		t->stop_ev = (struct eev){ .kind = EEV_STOP };
+		struct epoll_event e = { .events = EPOLLIN, .data.ptr = &t->jobs_ev };
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->jobs.efd, &e) != 0)
+			goto fail;
+		e.data.ptr = &t->ub_ev;
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, ub_fd(t->ctx), &e) != 0)
+			goto fail;
+		e.data.ptr = &t->stop_ev;
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, server_stop_fd(srv), &e) != 0)
+			goto fail;
+	}
+	return p;
+fail:
+	log_err("cannot set up the EDNS pool");
+	pool_edns_free(p);
+	return NULL;
+}
+
+int pool_edns_submit(struct pool_edns *p, struct job *job)
+{
+	if (atomic_fetch_add(&p->inflight, 1) >= p->max_inflight) {
+		atomic_fetch_sub(&p->inflight, 1);
+		return -EBUSY;
+	}
+	/* Same key, same thread: its zone-cut cache is warm for the name. */
+	struct ethread *t = &p->threads[(job->hash >> 7) % p->nthreads];
+	mq_push(&t->jobs, &job->node);
+	return 0;
+}
+
+unsigned pool_edns_inflight(struct pool_edns *p)
+{
+	return atomic_load_explicit(&p->inflight, memory_order_relaxed);
+}
+
+void pool_edns_counters(struct pool_edns *p, uint64_t *out, size_t n)
+{
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		const _Atomic uint64_t *f = (const _Atomic uint64_t *)&p->threads[i].ctr;
+		for (size_t k = 0; k < n; k++)
+			out[k] += atomic_load_explicit(&f[k], memory_order_relaxed);
+	}
+}
+
+int pool_edns_start(struct pool_edns *p)
+{
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		int rc = pthread_create(&p->threads[i].thread, NULL, ethread_main, &p->threads[i]);
+		if (rc != 0)
+			return -rc;
+		p->threads[i].started = true;
+	}
+	return 0;
+}
+
+void pool_edns_join(struct pool_edns *p)
+{
+	for (unsigned i = 0; p && i < p->nthreads; i++) {
+		if (p->threads[i].started)
+			pthread_join(p->threads[i].thread, NULL);
+		p->threads[i].started = false;
+	}
+}
+
+void pool_edns_free(struct pool_edns *p)
+{
+	if (p == NULL)
+		return;
+	pool_edns_join(p);
+	for (unsigned i = 0; p->threads && i < p->nthreads; i++) {
+		struct ethread *t = &p->threads[i];
+		if (t->ctx)
+			ub_ctx_delete(t->ctx); /* cancels lookups: no callbacks after this */
+		while (t->list)
+			eres_fail(t->list, "shutting down");
+		if (t->jobs.efd >= 0) {
+			struct mq_node *m = mq_take_all(&t->jobs);
+			while (m) {
+				struct job *job = (struct job *)m;
+				m = m->next;
+				server_job_fail(job, WIRE_RCODE_SERVFAIL);
+			}
+			mq_deinit(&t->jobs);
+		}
+		if (t->epfd >= 0)
+			close(t->epfd);
+		free(t->zcache);
+	}
+	free(p->threads);
+	free(p);
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The normal pool: one thread feeding an asynchronous libunbound context (full recursion, one common cache). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unbound.h>
+#include <unistd.h>
+
+#include "resolver/log.h"
+#include "resolver/pool.h"
+#include "resolver/ub.h"
+
+#define NORMAL_MAX_INFLIGHT 100000
+
+/* A job while libunbound works on it; linked so shutdown can fail it. */
+struct pending {
+	struct pending *prev, *next;
+	struct pool_normal *pool;
+	struct job *job;
+};
+
+struct pool_normal {
+	struct server *srv;
+	struct ub_ctx *ctx;
+	struct mq jobs;
+	pthread_t thread;
+	bool started;
+	int epfd;
+	struct pending head; /* sentinel */
+	atomic_uint inflight;
+	struct counters ctr;
+};
+
+struct counters *pool_normal_counters(struct pool_normal *p)
+{
+	return &p->ctr;
+}
+
+unsigned pool_normal_inflight(struct pool_normal *p)
+{
+	return atomic_load_explicit(&p->inflight, memory_order_relaxed);
+}
+
+struct pool_normal *pool_normal_new(struct server *srv, const struct conf *c)
+{
+	struct pool_normal *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->srv = srv;
+	p->head.next = p->head.prev = &p->head;
+	p->epfd = -1;
+	p->jobs.efd = -1;
+	p->ctx = ub_from_conf(c);
+	if (p->ctx == NULL || mq_init(&p->jobs) != 0)
+		goto fail;
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (p->epfd < 0)
+		goto fail;
+	struct epoll_event e = { .events = EPOLLIN, .data.u32 = 0 };
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->jobs.efd, &e) != 0)
+		goto fail;
+	e.data.u32 = 1;
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, ub_fd(p->ctx), &e) != 0)
+		goto fail;
+	e.data.u32 = 2;
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, server_stop_fd(srv), &e) != 0)
+		goto fail;
+	return p;
+fail:
+	log_err("cannot set up the normal resolution pool");
+	pool_normal_free(p);
+	return NULL;
+}
+
+int pool_normal_submit(struct pool_normal *p, struct job *job)
+{
+	if (atomic_fetch_add(&p->inflight, 1) >= NORMAL_MAX_INFLIGHT) {
+		atomic_fetch_sub(&p->inflight, 1);
+		return -EBUSY;
+	}
+	mq_push(&p->jobs, &job->node);
+	return 0;
+}
+
+static void pending_unlink(struct pending *pd)
+{
+	pd->prev->next = pd->next;
+	pd->next->prev = pd->prev;
+}
+
+static void resolved(void *arg, int err, struct ub_result *res)
+{
+	struct pending *pd = arg;
+	struct pool_normal *p = pd->pool;
+	struct job *job = pd->job;
+	pending_unlink(pd);
+	free(pd);
+	atomic_fetch_sub(&p->inflight, 1);
+	if (err != 0 || res == NULL || res->answer_packet == NULL || res->answer_len < 12) {
+		if (err != 0)
+			log_debug("libunbound: %s", ub_strerror(err));
+		counter_inc(&p->ctr.upstream_errors);
+		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+	} else if (res->bogus && !job->cd_bit) {
+		log_debug("DNSSEC validation failed: %s", res->why_bogus ? res->why_bogus : "bogus");
+		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+	} else {
+		uint8_t *pkt = res->answer_packet;
+		if (res->secure)
+			pkt[3] |= 0x20; /* AD: libunbound says validated */
+		else
+			pkt[3] &= (uint8_t)~0x20;
+		server_job_done(job, pkt, (size_t)res->answer_len);
+	}
+	if (res)
+		ub_resolve_free(res);
+}
+
+static void start_job(struct pool_normal *p, struct job *job)
+{
+	char name[1024];
+	if (wire_name_to_text(job->qname, job->qname_len, name, sizeof(name)) < 0) {
+		atomic_fetch_sub(&p->inflight, 1);
+		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		return;
+	}
+	struct pending *pd = calloc(1, sizeof(*pd));
+	if (pd == NULL) {
+		atomic_fetch_sub(&p->inflight, 1);
+		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		return;
+	}
+	pd->pool = p;
+	pd->job = job;
+	pd->next = p->head.next;
+	pd->prev = &p->head;
+	p->head.next->prev = pd;
+	p->head.next = pd;
+	counter_inc(&p->ctr.ub_lookups);
+	int id;
+	int rc = ub_resolve_async(p->ctx, name, job->qtype, job->qclass, pd, resolved, &id);
+	if (rc != 0) {
+		log_warn("libunbound cannot take %s: %s", name, ub_strerror(rc));
+		pending_unlink(pd);
+		free(pd);
+		atomic_fetch_sub(&p->inflight, 1);
+		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+	}
+}
+
+static void *pool_main(void *arg)
+{
+	struct pool_normal *p = arg;
+	struct epoll_event ev[8];
+	while (!server_stopping(p->srv)) {
+		int n = epoll_wait(p->epfd, ev, 8, 1000);
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.u32 == 0) {
+				struct mq_node *m = mq_take_all(&p->jobs);
+				while (m) {
+					struct job *job = (struct job *)m;
+					m = m->next;
+					start_job(p, job);
+				}
+			} else if (ev[i].data.u32 == 1) {
+				int rc = ub_process(p->ctx);
+				if (rc != 0)
+					log_warn("libunbound: %s", ub_strerror(rc));
+			}
+		}
+	}
+	return NULL;
+}
+
+int pool_normal_start(struct pool_normal *p)
+{
+	int rc = pthread_create(&p->thread, NULL, pool_main, p);
+	if (rc != 0)
+		return -rc;
+	p->started = true;
+	return 0;
+}
+
+void pool_normal_join(struct pool_normal *p)
+{
+	if (p && p->started) {
+		pthread_join(p->thread, NULL);
+		p->started = false;
+	}
+}
+
+void pool_normal_free(struct pool_normal *p)
+{
+	if (p == NULL)
+		return;
+	pool_normal_join(p);
+	/* Deleting the context cancels libunbound's work; no callbacks after it. */
+	if (p->ctx)
+		ub_ctx_delete(p->ctx);
+	while (p->head.next != &p->head) {
+		struct pending *pd = p->head.next;
+		pending_unlink(pd);
+		server_job_fail(pd->job, WIRE_RCODE_SERVFAIL);
+		free(pd);
+	}
+	if (p->jobs.efd >= 0) {
+		struct mq_node *m = mq_take_all(&p->jobs);
+		while (m) {
+			struct job *job = (struct job *)m;
+			m = m->next;
+			server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		}
+		mq_deinit(&p->jobs);
+	}
+	if (p->epfd >= 0)
+		close(p->epfd);
+	free(p);
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Set up libunbound from the config; libunbound errors are translated here once. */
+#include "resolver/ub.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unbound.h>
+#include <unistd.h>
+
+#include "resolver/log.h"
+
+/* Forward zones are clauses, which ub_ctx_set_option cannot take: write them
+ * as an unbound.conf fragment and let libunbound read it. */
+static int load_forward_zones(struct ub_ctx *ctx, const struct conf *c)
+{
+	char path[] = "/tmp/partdns-fwd-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		log_err("resolver.forward_zones: cannot create temporary file: %s", strerror(errno));
+		return -1;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (f == NULL) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	for (size_t i = 0; i < c->resolver.nforward_zones; i++) {
+		const struct conf_forward_zone *z = &c->resolver.forward_zones[i];
+		fprintf(f, "forward-zone:\n\tname: \"%s\"\n", z->name);
+		for (size_t s = 0; s < z->nservers; s++)
+			fprintf(f, "\tforward-addr: %s\n", z->servers[s].text);
+	}
+	fclose(f);
+	int rc = ub_ctx_config(ctx, path);
+	unlink(path);
+	if (rc != 0) {
+		log_err("resolver.forward_zones: %s", ub_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+struct ub_ctx *ub_from_conf(const struct conf *c)
+{
+	struct ub_ctx *ctx = ub_ctx_create();
+	if (ctx == NULL) {
+		log_err("cannot create libunbound context");
+		return NULL;
+	}
+	int rc = ub_ctx_async(ctx, 1);
+	if (rc != 0) {
+		log_err("libunbound async mode: %s", ub_strerror(rc));
+		goto fail;
+	}
+	if (c->resolver.root_hints && c->resolver.root_hints[0]) {
+		rc = ub_ctx_set_option(ctx, "root-hints:", c->resolver.root_hints);
+		if (rc != 0) {
+			log_err("resolver.root_hints '%s': %s", c->resolver.root_hints, ub_strerror(rc));
+			goto fail;
+		}
+	}
+	if (c->resolver.trust_anchor && c->resolver.trust_anchor[0]) {
+		rc = ub_ctx_add_ta_autr(ctx, c->resolver.trust_anchor);
+		if (rc != 0) {
+			log_err("resolver.trust_anchor '%s': %s", c->resolver.trust_anchor, ub_strerror(rc));
+			goto fail;
+		}
+	}
+	if (c->resolver.nforward_zones > 0 && load_forward_zones(ctx, c) != 0)
+		goto fail;
+	for (size_t i = 0; i < c->resolver.noptions; i++) {
+		const struct conf_option *o = &c->resolver.options[i];
+		rc = ub_ctx_set_option(ctx, o->name, o->value);
+		if (rc != 0) {
+			log_err("resolver.options '%s' '%s': %s", o->name, o->value, ub_strerror(rc));
+			goto fail;
+		}
+	}
+	return ctx;
+fail:
+	ub_ctx_delete(ctx);
+	return NULL;
+}

@@ -1,0 +1,1312 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* DNS message code of the hot path: client queries, cached-answer replies, upstream queries and checks. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resolver/wire.h"
+
+#define RR_FIXED 10       /* TYPE CLASS TTL RDLENGTH */
+#define OPT_RR_FIXED 11   /* root owner + RR_FIXED */
+#define OPTION_HDR 4      /* OPTION-CODE OPTION-LENGTH */
+#define PTR_HOPS_MAX 127  /* a 255-byte name has at most 127 labels */
+#define MAX_LABELS 128
+#define PTR_MAX 0x3fff    /* largest offset a compression pointer can hold */
+
+/* Cache blob: fixed header, TTL offsets (big-endian u16), then the message. */
+#define BLOB_MAGIC 0xb1
+#define BLOB_HDR 16
+#define BLOB_F_AD 0x01
+#define BLOB_F_TC 0x02
+#define BLOB_F_AA 0x04
+
+/* Compression table of the encoder: open addressing, power of two. */
+#define CTAB_SIZE 2048
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void wr32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* ASCII lower case; label length bytes (0..63) are never changed by it. */
+static inline uint8_t lower(uint8_t c)
+{
+	return (c >= 'A' && c <= 'Z') ? (uint8_t)(c + ('a' - 'A')) : c;
+}
+
+static bool bytes_equal_ci(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (lower(a[i]) != lower(b[i]))
+			return false;
+	return true;
+}
+
+/* ---- reading ---- */
+
+/*
+ * Read the possibly compressed name at *pos of pkt[0..len). Writes the
+ * uncompressed form to out (WIRE_MAX_NAME bytes) unless out is NULL, its
+ * length to *out_len unless NULL, and moves *pos past the name's bytes in
+ * place. Every pointer must point into the message body (not the header)
+ * and strictly before the lowest offset read so far: targets only ever
+ * decrease, so there can be no loop and no forward reference, and all
+ * names a real compressor writes still qualify.
+ */
+static int name_read(const uint8_t *pkt, size_t len, size_t *pos, uint8_t *out, size_t *out_len)
+{
+	size_t p = *pos, limit = *pos, n = 0, end = 0;
+	bool jumped = false;
+	unsigned hops = 0;
+
+	for (;;) {
+		if (p >= len)
+			return WIRE_E_FORMERR;
+		uint8_t c = pkt[p];
+		if (c == 0) {
+			if (out != NULL)
+				out[n] = 0;
+			n++;
+			if (!jumped)
+				end = p + 1;
+			break;
+		}
+		if ((c & 0xc0) == 0xc0) {
+			if (p + 1 >= len)
+				return WIRE_E_FORMERR;
+			size_t target = (size_t)(c & 0x3f) << 8 | pkt[p + 1];
+			if (target < WIRE_HEADER_SIZE || target >= limit || ++hops > PTR_HOPS_MAX)
+				return WIRE_E_FORMERR;
+			if (!jumped) {
+				end = p + 2;
+				jumped = true;
+			}
+			limit = target;
+			p = target;
+			continue;
+		}
+		if (c & 0xc0)
+			return WIRE_E_FORMERR; /* 0x40 / 0x80: extended and reserved label types */
+		/* The label plus at least the root byte must fit in 255. */
+		if (n + 1 + c + 1 > WIRE_MAX_NAME || len - p < (size_t)1 + c)
+			return WIRE_E_FORMERR;
+		if (out != NULL)
+			memcpy(out + n, pkt + p, (size_t)1 + c);
+		n += (size_t)1 + c;
+		p += (size_t)1 + c;
+	}
+	*pos = end;
+	if (out_len != NULL)
+		*out_len = n;
+	return 0;
+}
+
+/* One resource record as found in a message. */
+struct rr {
+	size_t owner_len;
+	uint16_t type, rclass;
+	uint32_t ttl;
+	uint16_t rdlen;
+	size_t rdata; /* offset of RDATA */
+	size_t end;   /* offset past RDATA */
+};
+
+/* Read the RR at *pos (owner decompressed into owner unless NULL) and move past it. */
+static int rr_read(const uint8_t *pkt, size_t len, size_t *pos, struct rr *rr, uint8_t *owner)
+{
+	size_t p = *pos;
+	int rc = name_read(pkt, len, &p, owner, &rr->owner_len);
+	if (rc != 0)
+		return rc;
+	if (len - p < RR_FIXED)
+		return WIRE_E_FORMERR;
+	rr->type = rd16(pkt + p);
+	rr->rclass = rd16(pkt + p + 2);
+	rr->ttl = rd32(pkt + p + 4);
+	rr->rdlen = rd16(pkt + p + 8);
+	p += RR_FIXED;
+	if (len - p < rr->rdlen)
+		return WIRE_E_FORMERR;
+	rr->rdata = p;
+	rr->end = p + rr->rdlen;
+	*pos = rr->end;
+	return 0;
+}
+
+/*
+ * Walk the options of an OPT RDATA. With has_ecs != NULL the ECS option is
+ * parsed strictly (at most one; in a query its scope must be 0) into *ecs.
+ */
+static int opt_options(const uint8_t *p, size_t n, bool query, bool *has_ecs, struct ecs *ecs)
+{
+	size_t i = 0;
+	bool seen = false;
+	while (i < n) {
+		if (n - i < OPTION_HDR)
+			return WIRE_E_FORMERR;
+		uint16_t code = rd16(p + i), olen = rd16(p + i + 2);
+		i += OPTION_HDR;
+		if (olen > n - i)
+			return WIRE_E_FORMERR;
+		if (code == ECS_OPTION_CODE && has_ecs != NULL) {
+			struct ecs tmp;
+			if (seen || ecs_parse(&tmp, p + i, olen) != 0)
+				return WIRE_E_FORMERR;
+			if (query && tmp.scope != 0)
+				return WIRE_E_FORMERR;
+			seen = true;
+			*ecs = tmp;
+		}
+		i += olen;
+	}
+	if (has_ecs != NULL)
+		*has_ecs = seen;
+	return 0;
+}
+
+/* ---- client queries ---- */
+
+int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q)
+{
+	q->question_ok = false;
+	q->qname_len = 0;
+	q->qtype = q->qclass = 0;
+	q->question_end = 0;
+	q->has_edns = false;
+	q->edns_udp = 0;
+	q->edns_version = 0;
+	q->edns_do = false;
+	q->has_ecs = false;
+	if (len < WIRE_HEADER_SIZE) {
+		q->id = q->flags = 0;
+		return WIRE_E_DROP;
+	}
+	q->id = rd16(pkt);
+	q->flags = rd16(pkt + 2);
+	if (q->flags & WIRE_FLAG_QR)
+		return WIRE_E_DROP;
+	if (q->flags & WIRE_FLAG_OPCODE)
+		return WIRE_E_NOTIMP;
+	if (rd16(pkt + 4) != 1)
+		return WIRE_E_FORMERR;
+	unsigned skip = (unsigned)rd16(pkt + 6) + rd16(pkt + 8);
+	unsigned arcount = rd16(pkt + 10);
+
+	size_t pos = WIRE_HEADER_SIZE;
+	if (name_read(pkt, len, &pos, q->qname, &q->qname_len) != 0 || len - pos < 4)
+		return WIRE_E_FORMERR;
+	q->qtype = rd16(pkt + pos);
+	q->qclass = rd16(pkt + pos + 2);
+	pos += 4;
+	q->question_end = pos;
+	wire_name_lower(q->qname, q->qname_len, q->qname_lc);
+	q->question_ok = true;
+
+	struct rr rr;
+	for (unsigned i = 0; i < skip; i++) {
+		if (rr_read(pkt, len, &pos, &rr, NULL) != 0 || rr.type == WIRE_TYPE_OPT)
+			return WIRE_E_FORMERR;
+	}
+	int result = 0;
+	bool has_ecs = false;
+	struct ecs ecs;
+	for (unsigned i = 0; i < arcount; i++) {
+		if (rr_read(pkt, len, &pos, &rr, NULL) != 0)
+			return WIRE_E_FORMERR;
+		if (rr.type != WIRE_TYPE_OPT)
+			continue;
+		/* RFC 6891 §6.1.1: a second OPT, or one not owned by the root, is FORMERR. */
+		if (q->has_edns || rr.owner_len != 1)
+			return WIRE_E_FORMERR;
+		q->has_edns = true;
+		q->edns_udp = rr.rclass;
+		q->edns_version = (uint8_t)(rr.ttl >> 16);
+		q->edns_do = (rr.ttl & 0x8000) != 0;
+		if (q->edns_version != 0) {
+			result = WIRE_E_BADVERS; /* options of an unknown version mean nothing to us */
+			continue;
+		}
+		if (opt_options(pkt + rr.rdata, rr.rdlen, true, &has_ecs, &ecs) != 0)
+			return WIRE_E_FORMERR;
+	}
+	if (pos != len)
+		return WIRE_E_FORMERR;
+	if (result == 0 && has_ecs) {
+		q->has_ecs = true;
+		q->ecs = ecs;
+	}
+	return result;
+}
+
+size_t wire_udp_limit(const struct wire_query *q, size_t max_udp)
+{
+	if (!q->has_edns)
+		return WIRE_MIN_UDP;
+	size_t limit = q->edns_udp < WIRE_MIN_UDP ? WIRE_MIN_UDP : q->edns_udp;
+	if (max_udp >= WIRE_MIN_UDP && limit > max_udp)
+		limit = max_udp;
+	return limit;
+}
+
+/* Size of our OPT record, with an ECS option when ecs != NULL. */
+static size_t opt_rr_size(const struct ecs *ecs)
+{
+	return OPT_RR_FIXED + (ecs != NULL ? OPTION_HDR + ecs_size(ecs) : 0);
+}
+
+/* Write our OPT record. @return its length, -ENOSPC or -EINVAL (bad ecs). */
+static int opt_write(uint8_t *p, size_t cap, uint8_t ext_rcode, bool do_bit, const struct ecs *ecs)
+{
+	size_t need = opt_rr_size(ecs);
+	if (need > cap)
+		return -ENOSPC;
+	p[0] = 0;
+	wr16(p + 1, WIRE_TYPE_OPT);
+	wr16(p + 3, WIRE_DEFAULT_UDP);
+	p[5] = ext_rcode;
+	p[6] = 0; /* version */
+	wr16(p + 7, do_bit ? 0x8000 : 0);
+	wr16(p + 9, (uint16_t)(need - OPT_RR_FIXED));
+	if (ecs != NULL) {
+		wr16(p + 11, ECS_OPTION_CODE);
+		wr16(p + 13, (uint16_t)ecs_size(ecs));
+		int rc = ecs_write(ecs, p + 15, cap - 15);
+		if (rc < 0)
+			return rc;
+	}
+	return (int)need;
+}
+
+int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *echo, uint8_t *out, size_t cap)
+{
+	if (rcode < 0 || rcode > 0xfff)
+		return -EINVAL;
+	bool opt = q->has_edns || rcode > 15;
+	const struct ecs *ecs = opt ? echo : NULL;
+	size_t qlen = q->question_ok ? q->qname_len + 4 : 0;
+	size_t need = WIRE_HEADER_SIZE + qlen + (opt ? opt_rr_size(ecs) : 0);
+	if (need > cap)
+		return -ENOSPC;
+
+	uint16_t flags = WIRE_FLAG_QR | WIRE_FLAG_RA | (uint16_t)(rcode & WIRE_FLAG_RCODE) |
+			 (q->flags & (WIRE_FLAG_OPCODE | WIRE_FLAG_RD | WIRE_FLAG_CD));
+	wr16(out, q->id);
+	wr16(out + 2, flags);
+	wr16(out + 4, q->question_ok ? 1 : 0);
+	wr16(out + 6, 0);
+	wr16(out + 8, 0);
+	wr16(out + 10, opt ? 1 : 0);
+	size_t pos = WIRE_HEADER_SIZE;
+	if (q->question_ok) {
+		memcpy(out + pos, q->qname, q->qname_len);
+		pos += q->qname_len;
+		wr16(out + pos, q->qtype);
+		wr16(out + pos + 2, q->qclass);
+		pos += 4;
+	}
+	if (opt) {
+		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs);
+		if (rc < 0)
+			return rc;
+		pos += (size_t)rc;
+	}
+	return (int)pos;
+}
+
+/* ---- re-encoding with our own compression (prepare, splice) ---- */
+
+struct enc {
+	size_t len;
+	unsigned used;
+	uint32_t hash[CTAB_SIZE];
+	uint16_t off[CTAB_SIZE]; /* 0 = empty: no name starts inside the header */
+	uint8_t buf[WIRE_MAX_MSG];
+};
+
+static struct enc *enc_new(void)
+{
+	struct enc *e = malloc(sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	e->len = 0;
+	e->used = 0;
+	memset(e->off, 0, sizeof(e->off));
+	return e;
+}
+
+/* Messages are capped at 65535 bytes: beyond that the result is unusable. */
+static int enc_put(struct enc *e, const void *p, size_t n)
+{
+	if (n > WIRE_MAX_MSG - e->len)
+		return WIRE_E_FORMERR;
+	memcpy(e->buf + e->len, p, n);
+	e->len += n;
+	return 0;
+}
+
+static int enc_u16(struct enc *e, uint16_t v)
+{
+	uint8_t b[2];
+	wr16(b, v);
+	return enc_put(e, b, 2);
+}
+
+static int enc_u32(struct enc *e, uint32_t v)
+{
+	uint8_t b[4];
+	wr32(b, v);
+	return enc_put(e, b, 4);
+}
+
+/* Does the (possibly compressed) name at off in our output equal s (case-insensitive)? */
+static bool enc_suffix_equal(const struct enc *e, size_t off, const uint8_t *s, size_t slen)
+{
+	size_t i = 0;
+	unsigned hops = 0;
+	for (;;) {
+		if (off >= e->len)
+			return false;
+		uint8_t c = e->buf[off];
+		if ((c & 0xc0) == 0xc0) {
+			if (++hops > PTR_HOPS_MAX || off + 1 >= e->len)
+				return false;
+			off = (size_t)(c & 0x3f) << 8 | e->buf[off + 1];
+			continue;
+		}
+		if (i >= slen || s[i] != c)
+			return false;
+		if (c == 0)
+			return i + 1 == slen;
+		if (off + 1 + c > e->len || i + 1 + c > slen || !bytes_equal_ci(e->buf + off + 1, s + i + 1, c))
+			return false;
+		i += (size_t)1 + c;
+		off += (size_t)1 + c;
+	}
+}
+
+/*
+ * Write a valid uncompressed name. With compress, its longest suffix
+ * already in the output becomes a pointer. Either way the label starts
+ * written here become pointer targets for later names. Suffixes are found
+ * by a hash of the lower-cased suffix, computed right to left so each
+ * name costs O(length).
+ */
+static int enc_name(struct enc *e, const uint8_t *name, size_t nlen, bool compress)
+{
+	size_t starts[MAX_LABELS];
+	uint32_t h[MAX_LABELS];
+	unsigned k = 0;
+	for (size_t i = 0; name[i] != 0 && k < MAX_LABELS; i += (size_t)1 + name[i])
+		starts[k++] = i;
+	uint32_t acc = 2166136261u; /* FNV-1a */
+	for (unsigned j = k; j-- > 0;) {
+		const uint8_t *l = name + starts[j];
+		for (size_t b = 0; b <= l[0]; b++)
+			acc = (acc ^ lower(l[b])) * 16777619u;
+		h[j] = acc;
+	}
+
+	unsigned m = k; /* first label of the suffix found in the output */
+	uint16_t target = 0;
+	for (unsigned j = 0; compress && j < k && m == k; j++) {
+		for (size_t slot = h[j] & (CTAB_SIZE - 1); e->off[slot] != 0; slot = (slot + 1) & (CTAB_SIZE - 1)) {
+			if (e->hash[slot] == h[j] &&
+			    enc_suffix_equal(e, e->off[slot], name + starts[j], nlen - starts[j])) {
+				m = j;
+				target = e->off[slot];
+				break;
+			}
+		}
+	}
+
+	size_t base = e->len;
+	int rc;
+	if (m < k) {
+		rc = enc_put(e, name, starts[m]);
+		if (rc == 0)
+			rc = enc_u16(e, (uint16_t)(0xc000 | target));
+	} else {
+		rc = enc_put(e, name, nlen);
+	}
+	if (rc != 0)
+		return rc;
+	for (unsigned j = 0; j < m; j++) {
+		size_t at = base + starts[j];
+		if (at > PTR_MAX || e->used * 4 >= CTAB_SIZE * 3)
+			break;
+		size_t slot = h[j] & (CTAB_SIZE - 1);
+		while (e->off[slot] != 0)
+			slot = (slot + 1) & (CTAB_SIZE - 1);
+		e->off[slot] = (uint16_t)at;
+		e->hash[slot] = h[j];
+		e->used++;
+	}
+	return 0;
+}
+
+/*
+ * RDATA layout of the types whose RDATA holds names, which therefore must
+ * be decompressed before the message is re-laid out: 'N' a name we may
+ * compress (the RFC 1035 types), 'n' a name written uncompressed (RFC 3597
+ * §4), digits / 'f' fixed bytes (f = 20, the SOA counters), 's' a
+ * character-string. Other types are opaque (RFC 3597: never compressed).
+ */
+static const char *rdata_format(uint16_t type)
+{
+	switch (type) {
+	case 2:  /* NS */
+	case 3:  /* MD */
+	case 4:  /* MF */
+	case 5:  /* CNAME */
+	case 7:  /* MB */
+	case 8:  /* MG */
+	case 9:  /* MR */
+	case 12: /* PTR */
+		return "N";
+	case 6: /* SOA */
+		return "NNf";
+	case 14: /* MINFO */
+		return "NN";
+	case 15: /* MX */
+		return "2N";
+	case 17: /* RP */
+		return "nn";
+	case 18: /* AFSDB */
+	case 21: /* RT */
+	case 36: /* KX */
+		return "2n";
+	case 26: /* PX */
+		return "2nn";
+	case 33: /* SRV */
+		return "6n";
+	case 35: /* NAPTR */
+		return "4sssn";
+	case 39: /* DNAME */
+		return "n";
+	default:
+		return NULL;
+	}
+}
+
+/* Re-encode rr's RDATA (RDLENGTH included) from pkt; it must be consumed exactly. */
+static int enc_rdata(struct enc *e, const uint8_t *pkt, const struct rr *rr)
+{
+	const char *fmt = rdata_format(rr->type);
+	size_t lenpos = e->len;
+	int rc = enc_u16(e, 0);
+	if (rc != 0)
+		return rc;
+	if (fmt == NULL) {
+		rc = enc_put(e, pkt + rr->rdata, rr->rdlen);
+		if (rc != 0)
+			return rc;
+		wr16(e->buf + lenpos, rr->rdlen);
+		return 0;
+	}
+	size_t p = rr->rdata, end = rr->end;
+	for (; *fmt != '\0' && rc == 0; fmt++) {
+		size_t fixed = 0;
+		switch (*fmt) {
+		case 'N':
+		case 'n': {
+			uint8_t name[WIRE_MAX_NAME];
+			size_t nlen;
+			/* Bounded by end: in-place labels stay inside RDATA, pointers go back anyway. */
+			if (name_read(pkt, end, &p, name, &nlen) != 0)
+				return WIRE_E_FORMERR;
+			rc = enc_name(e, name, nlen, *fmt == 'N');
+			continue;
+		}
+		case 's':
+			if (p >= end)
+				return WIRE_E_FORMERR;
+			fixed = (size_t)1 + pkt[p];
+			break;
+		case 'f':
+			fixed = 20;
+			break;
+		default:
+			fixed = (size_t)(*fmt - '0');
+			break;
+		}
+		if (end - p < fixed)
+			return WIRE_E_FORMERR;
+		rc = enc_put(e, pkt + p, fixed);
+		p += fixed;
+	}
+	if (rc != 0)
+		return rc;
+	if (p != end)
+		return WIRE_E_FORMERR;
+	size_t rdlen = e->len - lenpos - 2;
+	if (rdlen > 0xffff)
+		return WIRE_E_FORMERR;
+	wr16(e->buf + lenpos, (uint16_t)rdlen);
+	return 0;
+}
+
+/* Write one RR with the given TTL; *ttl_pos gets the TTL's offset in the output. */
+static int enc_rr(struct enc *e, const uint8_t *pkt, const struct rr *rr, const uint8_t *owner, uint32_t ttl,
+		  size_t *ttl_pos)
+{
+	int rc = enc_name(e, owner, rr->owner_len, true);
+	if (rc == 0)
+		rc = enc_u16(e, rr->type);
+	if (rc == 0)
+		rc = enc_u16(e, rr->rclass);
+	if (rc != 0)
+		return rc;
+	if (ttl_pos != NULL)
+		*ttl_pos = e->len;
+	rc = enc_u32(e, ttl);
+	return rc != 0 ? rc : enc_rdata(e, pkt, rr);
+}
+
+/* Read the question at WIRE_HEADER_SIZE; *pos ends past QTYPE/QCLASS. */
+static int question_read(const uint8_t *pkt, size_t len, size_t *pos, uint8_t *qname, size_t *qname_len)
+{
+	*pos = WIRE_HEADER_SIZE;
+	if (name_read(pkt, len, pos, qname, qname_len) != 0 || len - *pos < 4)
+		return WIRE_E_FORMERR;
+	*pos += 4;
+	return 0;
+}
+
+/* ---- CNAME chains ---- */
+
+struct chain {
+	uint8_t name[WIRE_MAX_NAME]; /* final name of the chain, lower-cased */
+	size_t name_len;
+	unsigned hops;
+	bool answered; /* the final name has an RRset of qtype (any RR for ANY) */
+};
+
+/* Follow CNAMEs from qname through the ancount answer RRs at an_pos. */
+static int chain_walk(const uint8_t *pkt, size_t len, size_t an_pos, unsigned ancount, const uint8_t *qname,
+		      size_t qname_len, uint16_t qtype, struct chain *c)
+{
+	wire_name_lower(qname, qname_len, c->name);
+	c->name_len = qname_len;
+	c->hops = 0;
+	c->answered = false;
+	for (;;) {
+		size_t pos = an_pos;
+		bool have_type = false, have_cname = false;
+		struct rr cname = {0};
+		for (unsigned i = 0; i < ancount; i++) {
+			struct rr rr;
+			uint8_t owner[WIRE_MAX_NAME];
+			if (rr_read(pkt, len, &pos, &rr, owner) != 0)
+				return WIRE_E_FORMERR;
+			if (!wire_name_equal(owner, rr.owner_len, c->name, c->name_len))
+				continue;
+			if (qtype == WIRE_TYPE_ANY || rr.type == qtype)
+				have_type = true;
+			if (rr.type == WIRE_TYPE_CNAME && !have_cname) {
+				have_cname = true;
+				cname = rr;
+			}
+		}
+		if (have_type || qtype == WIRE_TYPE_CNAME || qtype == WIRE_TYPE_ANY || !have_cname) {
+			c->answered = have_type;
+			return 0;
+		}
+		if (++c->hops > WIRE_CNAME_MAX)
+			return WIRE_E_FORMERR;
+		size_t p = cname.rdata;
+		if (name_read(pkt, cname.end, &p, c->name, &c->name_len) != 0 || p != cname.end)
+			return WIRE_E_FORMERR;
+		wire_name_lower(c->name, c->name_len, c->name);
+	}
+}
+
+/* ---- cached answers ---- */
+
+/* RFC 2181 §8: a TTL with the top bit set is 0. */
+static uint32_t ttl_sane(uint32_t t)
+{
+	return (t & 0x80000000u) ? 0 : t;
+}
+
+static uint32_t ttl_clamp(uint32_t t, const struct wire_limits *lim)
+{
+	t = ttl_sane(t);
+	if (t < lim->min_ttl)
+		t = lim->min_ttl;
+	if (lim->max_ttl != 0 && t > lim->max_ttl)
+		t = lim->max_ttl;
+	return t;
+}
+
+static uint32_t min32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
+			size_t *blob_len, uint32_t *ttl)
+{
+	static const struct wire_limits no_limits;
+	if (lim == NULL)
+		lim = &no_limits;
+	*blob = NULL;
+	*blob_len = 0;
+	*ttl = 0;
+	if (len < WIRE_HEADER_SIZE || rd16(resp + 4) != 1)
+		return WIRE_E_FORMERR;
+	uint16_t flags = rd16(resp + 2);
+	unsigned count[3] = {rd16(resp + 6), rd16(resp + 8), rd16(resp + 10)};
+
+	struct enc *e = enc_new();
+	/* Every input RR takes at least 11 bytes: that bounds the TTL list. */
+	uint16_t *offs = malloc(sizeof(*offs) * (len / (1 + RR_FIXED) + 1));
+	int rc = (e == NULL || offs == NULL) ? -ENOMEM : 0;
+	if (rc != 0)
+		goto out;
+
+	uint8_t hdr[WIRE_HEADER_SIZE];
+	memcpy(hdr, resp, WIRE_HEADER_SIZE);
+	wr16(hdr, 0);
+	rc = enc_put(e, hdr, WIRE_HEADER_SIZE);
+	uint8_t qname[WIRE_MAX_NAME];
+	size_t qname_len, pos;
+	if (rc == 0)
+		rc = question_read(resp, len, &pos, qname, &qname_len);
+	if (rc == 0)
+		rc = enc_name(e, qname, qname_len, false);
+	if (rc == 0)
+		rc = enc_put(e, resp + pos - 4, 4);
+	if (rc != 0)
+		goto out;
+	uint16_t qtype = rd16(resp + pos - 4);
+	size_t an_pos = pos, qd_end = e->len, ns_end = 0;
+
+	unsigned nttl = 0, nttl_pre = 0, ar_out = 0;
+	uint32_t min_anns = UINT32_MAX, min_an = UINT32_MAX, soa_neg = 0;
+	bool seen_opt = false, have_soa = false;
+	uint8_t ext_rcode = 0;
+	size_t soa_ttl_pos = 0;
+	for (int s = 0; s < 3; s++) {
+		if (s == 2) {
+			ns_end = e->len;
+			nttl_pre = nttl;
+		}
+		for (unsigned i = 0; i < count[s]; i++) {
+			struct rr rr;
+			uint8_t owner[WIRE_MAX_NAME];
+			rc = rr_read(resp, len, &pos, &rr, owner);
+			if (rc != 0)
+				goto out;
+			if (rr.type == WIRE_TYPE_OPT) {
+				/* Dropped: its options (ECS, cookies) are between upstream and us. */
+				if (s != 2 || seen_opt || rr.owner_len != 1 ||
+				    opt_options(resp + rr.rdata, rr.rdlen, false, NULL, NULL) != 0) {
+					rc = WIRE_E_FORMERR;
+					goto out;
+				}
+				seen_opt = true;
+				ext_rcode = (uint8_t)(rr.ttl >> 24);
+				continue;
+			}
+			uint32_t t = ttl_clamp(rr.ttl, lim);
+			size_t tpos;
+			rc = enc_rr(e, resp, &rr, owner, t, &tpos);
+			if (rc != 0)
+				goto out;
+			offs[nttl++] = (uint16_t)tpos;
+			if (s < 2)
+				min_anns = min32(min_anns, t);
+			if (s == 0)
+				min_an = min32(min_an, t);
+			if (s == 1 && rr.type == WIRE_TYPE_SOA && !have_soa) {
+				have_soa = true;
+				soa_ttl_pos = tpos;
+				/* RDATA was checked by enc_rdata: MINIMUM is its last 4 bytes. */
+				soa_neg = min32(ttl_sane(rr.ttl), ttl_sane(rd32(resp + rr.end - 4)));
+			}
+			if (s == 2)
+				ar_out++;
+		}
+	}
+	wr16(e->buf + 10, (uint16_t)ar_out);
+
+	int rcode = (flags & WIRE_FLAG_RCODE) | ext_rcode << 4;
+	uint32_t life = 0;
+	if (!(flags & WIRE_FLAG_TC) && (rcode == WIRE_RCODE_NOERROR || rcode == WIRE_RCODE_NXDOMAIN)) {
+		struct chain c;
+		rc = chain_walk(resp, len, an_pos, count[0], qname, qname_len, qtype, &c);
+		if (rc != 0)
+			goto out;
+		if (rcode == WIRE_RCODE_NOERROR && c.answered) {
+			life = min_anns;
+		} else if (have_soa) {
+			uint32_t neg = soa_neg;
+			if (lim->max_negative_ttl != 0)
+				neg = min32(neg, lim->max_negative_ttl);
+			if (lim->max_ttl != 0)
+				neg = min32(neg, lim->max_ttl);
+			wr32(e->buf + soa_ttl_pos, neg);
+			life = min32(neg, min_an);
+		} else {
+			life = min32(lim->nosoa_ttl, min_an);
+		}
+	}
+
+	size_t total = BLOB_HDR + 2 * (size_t)nttl + e->len;
+	uint8_t *b = malloc(total);
+	if (b == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	b[0] = BLOB_MAGIC;
+	b[1] = (uint8_t)(((flags & WIRE_FLAG_AD) ? BLOB_F_AD : 0) | ((flags & WIRE_FLAG_TC) ? BLOB_F_TC : 0) |
+			 ((flags & WIRE_FLAG_AA) ? BLOB_F_AA : 0));
+	wr16(b + 2, (uint16_t)rcode);
+	wr16(b + 4, (uint16_t)e->len);
+	wr16(b + 6, (uint16_t)qd_end);
+	wr16(b + 8, (uint16_t)ns_end);
+	wr16(b + 10, (uint16_t)nttl);
+	wr16(b + 12, (uint16_t)nttl_pre);
+	wr16(b + 14, 0);
+	for (unsigned i = 0; i < nttl; i++)
+		wr16(b + BLOB_HDR + 2 * i, offs[i]);
+	memcpy(b + BLOB_HDR + 2 * (size_t)nttl, e->buf, e->len);
+	*blob = b;
+	*blob_len = total;
+	*ttl = life;
+out:
+	free(offs);
+	free(e);
+	return rc;
+}
+
+/* A blob's fixed header, checked for consistency. */
+struct blob_view {
+	uint8_t flags;
+	uint16_t rcode, msg_len, qd_end, ns_end, nttl, nttl_pre;
+	const uint8_t *offs;
+	const uint8_t *msg;
+};
+
+static int blob_view(const uint8_t *blob, size_t blob_len, struct blob_view *v)
+{
+	if (blob == NULL || blob_len < BLOB_HDR || blob[0] != BLOB_MAGIC)
+		return -EINVAL;
+	v->flags = blob[1];
+	v->rcode = rd16(blob + 2);
+	v->msg_len = rd16(blob + 4);
+	v->qd_end = rd16(blob + 6);
+	v->ns_end = rd16(blob + 8);
+	v->nttl = rd16(blob + 10);
+	v->nttl_pre = rd16(blob + 12);
+	if (blob_len != BLOB_HDR + 2 * (size_t)v->nttl + v->msg_len || v->qd_end < WIRE_HEADER_SIZE + 5 ||
+	    v->qd_end > v->ns_end || v->ns_end > v->msg_len || v->nttl_pre > v->nttl || v->rcode > 0xfff)
+		return -EINVAL;
+	v->offs = blob + BLOB_HDR;
+	v->msg = v->offs + 2 * (size_t)v->nttl;
+	return 0;
+}
+
+int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint8_t *blob, size_t blob_len,
+		      uint32_t age, const struct ecs *echo, uint8_t *out, size_t cap)
+{
+	(void)pkt;
+	struct blob_view v;
+	if (blob_view(blob, blob_len, &v) != 0)
+		return -EINVAL;
+	size_t qend = WIRE_HEADER_SIZE + q->qname_len + 4;
+	const uint8_t *bq = v.msg + WIRE_HEADER_SIZE;
+	/* The stored question must be q's: pointers into it then stay valid. */
+	if (v.qd_end != qend || !bytes_equal_ci(bq, q->qname, q->qname_len) ||
+	    rd16(bq + q->qname_len) != q->qtype || rd16(bq + q->qname_len + 2) != q->qclass)
+		return -EINVAL;
+
+	int rcode = v.rcode;
+	if (rcode > 15 && !q->has_edns)
+		rcode = WIRE_RCODE_SERVFAIL;
+	bool opt = q->has_edns, tc = (v.flags & BLOB_F_TC) != 0;
+	const struct ecs *ecs = opt ? echo : NULL;
+	size_t optlen = opt ? opt_rr_size(ecs) : 0;
+	uint16_t an = rd16(v.msg + 6), ns = rd16(v.msg + 8), ar = rd16(v.msg + 10);
+	size_t body_end;
+	unsigned nt;
+	if (v.msg_len + optlen <= cap) {
+		body_end = v.msg_len;
+		nt = v.nttl;
+	} else if (v.ns_end + optlen <= cap) {
+		body_end = v.ns_end;
+		nt = v.nttl_pre;
+		ar = 0;
+	} else {
+		body_end = qend;
+		nt = 0;
+		an = ns = ar = 0;
+		tc = true;
+		if (qend + optlen > cap) {
+			if (qend > cap)
+				return -ENOSPC;
+			opt = false;
+		}
+	}
+
+	bool ad = (v.flags & BLOB_F_AD) && ((q->flags & WIRE_FLAG_AD) || q->edns_do);
+	uint16_t flags = WIRE_FLAG_QR | WIRE_FLAG_RA | (q->flags & (WIRE_FLAG_RD | WIRE_FLAG_CD)) |
+			 (tc ? WIRE_FLAG_TC : 0) | (ad ? WIRE_FLAG_AD : 0) | (uint16_t)(rcode & WIRE_FLAG_RCODE);
+	wr16(out, q->id);
+	wr16(out + 2, flags);
+	wr16(out + 4, 1);
+	wr16(out + 6, an);
+	wr16(out + 8, ns);
+	memcpy(out + WIRE_HEADER_SIZE, q->qname, q->qname_len);
+	wr16(out + WIRE_HEADER_SIZE + q->qname_len, q->qtype);
+	wr16(out + WIRE_HEADER_SIZE + q->qname_len + 2, q->qclass);
+	memcpy(out + qend, v.msg + qend, body_end - qend);
+	for (unsigned i = 0; i < nt; i++) {
+		size_t off = rd16(v.offs + 2 * i);
+		if (off < qend || off + 4 > body_end)
+			return -EINVAL;
+		uint32_t stored = rd32(v.msg + off);
+		wr32(out + off, stored > age ? stored - age : 0);
+	}
+	size_t pos = body_end;
+	if (opt) {
+		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs);
+		if (rc < 0)
+			return rc;
+		pos += (size_t)rc;
+		ar++;
+	}
+	wr16(out + 10, ar);
+	return (int)pos;
+}
+
+int wire_blob_info(const uint8_t *blob, size_t blob_len, struct wire_blob_info *info)
+{
+	struct blob_view v;
+	if (blob_view(blob, blob_len, &v) != 0)
+		return -EINVAL;
+	info->rcode = v.rcode;
+	info->ad = (v.flags & BLOB_F_AD) != 0;
+	info->tc = (v.flags & BLOB_F_TC) != 0;
+	info->aa = (v.flags & BLOB_F_AA) != 0;
+	info->ancount = rd16(v.msg + 6);
+	info->nscount = rd16(v.msg + 8);
+	info->arcount = rd16(v.msg + 10);
+	info->msg_len = v.msg_len;
+	return 0;
+}
+
+int wire_blob_rcode(const uint8_t *blob, size_t blob_len)
+{
+	struct blob_view v;
+	if (blob_view(blob, blob_len, &v) != 0)
+		return -EINVAL;
+	return v.rcode;
+}
+
+/* ---- upstream ---- */
+
+int wire_query_build(uint16_t id, bool rd, bool do_bit, const uint8_t *qname, size_t qname_len, uint16_t qtype,
+		     uint16_t qclass, const struct ecs *ecs, uint8_t *out, size_t cap)
+{
+	if (wire_name_check(qname, qname_len) != 0)
+		return -EINVAL;
+	size_t need = WIRE_HEADER_SIZE + qname_len + 4 + opt_rr_size(ecs);
+	if (need > cap)
+		return -ENOSPC;
+	wr16(out, id);
+	wr16(out + 2, rd ? WIRE_FLAG_RD : 0);
+	wr16(out + 4, 1);
+	wr16(out + 6, 0);
+	wr16(out + 8, 0);
+	wr16(out + 10, 1);
+	size_t pos = WIRE_HEADER_SIZE;
+	memcpy(out + pos, qname, qname_len);
+	pos += qname_len;
+	wr16(out + pos, qtype);
+	wr16(out + pos + 2, qclass);
+	pos += 4;
+	int rc = opt_write(out + pos, cap - pos, 0, do_bit, ecs);
+	if (rc < 0)
+		return rc;
+	return (int)(pos + (size_t)rc);
+}
+
+int wire_response_check(const uint8_t *resp, size_t len, uint16_t id, const uint8_t *qname, size_t qname_len,
+			uint16_t qtype, uint16_t qclass, const struct ecs *ecs_sent, struct wire_resp_info *info)
+{
+	struct wire_resp_info local;
+	if (info == NULL)
+		info = &local;
+	memset(info, 0, sizeof(*info));
+	if (len < WIRE_HEADER_SIZE)
+		return WIRE_E_FORMERR;
+	uint16_t flags = rd16(resp + 2);
+	info->rcode = flags & WIRE_FLAG_RCODE;
+	info->tc = (flags & WIRE_FLAG_TC) != 0;
+	info->aa = (flags & WIRE_FLAG_AA) != 0;
+	info->ad = (flags & WIRE_FLAG_AD) != 0;
+	info->qdcount = rd16(resp + 4);
+	info->ancount = rd16(resp + 6);
+	info->nscount = rd16(resp + 8);
+	info->arcount = rd16(resp + 10);
+	if (rd16(resp) != id || !(flags & WIRE_FLAG_QR) || (flags & WIRE_FLAG_OPCODE) || info->qdcount == 0)
+		return WIRE_E_MISMATCH;
+	if (info->qdcount > 1)
+		return WIRE_E_FORMERR;
+	uint8_t name[WIRE_MAX_NAME];
+	size_t name_len, pos;
+	if (question_read(resp, len, &pos, name, &name_len) != 0)
+		return WIRE_E_FORMERR;
+	if (!wire_name_equal(name, name_len, qname, qname_len) || rd16(resp + pos - 4) != qtype ||
+	    rd16(resp + pos - 2) != qclass)
+		return WIRE_E_MISMATCH;
+
+	unsigned skip = info->ancount + info->nscount;
+	for (unsigned i = 0; i < skip + info->arcount; i++) {
+		struct rr rr;
+		if (rr_read(resp, len, &pos, &rr, NULL) != 0) {
+			if (info->tc)
+				break; /* cut off; the caller retries over TCP */
+			return WIRE_E_FORMERR;
+		}
+		if (rr.type != WIRE_TYPE_OPT)
+			continue;
+		if (i < skip || info->has_edns || rr.owner_len != 1)
+			return WIRE_E_FORMERR;
+		info->has_edns = true;
+		info->rcode |= (int)(rr.ttl >> 24) << 4;
+		if (opt_options(resp + rr.rdata, rr.rdlen, false, &info->has_ecs, &info->ecs) != 0)
+			return WIRE_E_FORMERR;
+	}
+	/* RFC 7871 §7.3: an ECS must echo ours; none at all means the authority ignored it. */
+	if (info->has_ecs && (ecs_sent == NULL || !ecs_match(ecs_sent, &info->ecs)))
+		return WIRE_E_MISMATCH;
+	return 0;
+}
+
+int wire_cname_target(const uint8_t *resp, size_t len, const uint8_t *qname, size_t qname_len, uint16_t qtype,
+		      uint8_t *target, size_t *target_len)
+{
+	if (len < WIRE_HEADER_SIZE || wire_name_check(qname, qname_len) != 0)
+		return WIRE_E_FORMERR;
+	uint16_t flags = rd16(resp + 2);
+	unsigned qd = rd16(resp + 4), an = rd16(resp + 6), ns = rd16(resp + 8);
+	size_t pos = WIRE_HEADER_SIZE;
+	uint8_t name[WIRE_MAX_NAME];
+	size_t name_len;
+	for (unsigned i = 0; i < qd; i++) {
+		if (name_read(resp, len, &pos, name, &name_len) != 0 || len - pos < 4)
+			return WIRE_E_FORMERR;
+		pos += 4;
+	}
+	struct chain c;
+	int rc = chain_walk(resp, len, pos, an, qname, qname_len, qtype, &c);
+	if (rc != 0)
+		return rc;
+	if (c.answered || c.hops == 0 || qtype == WIRE_TYPE_CNAME || qtype == WIRE_TYPE_ANY)
+		return 0;
+	if ((flags & WIRE_FLAG_RCODE) == WIRE_RCODE_NXDOMAIN)
+		return 0;
+	/* Skip the answer (chain_walk checked it), then look for the target zone's SOA. */
+	struct rr rr;
+	for (unsigned i = 0; i < an; i++)
+		if (rr_read(resp, len, &pos, &rr, NULL) != 0)
+			return WIRE_E_FORMERR;
+	for (unsigned i = 0; i < ns; i++) {
+		if (rr_read(resp, len, &pos, &rr, name) != 0)
+			return WIRE_E_FORMERR;
+		if (rr.type == WIRE_TYPE_SOA && wire_name_in_zone(c.name, c.name_len, name, rr.owner_len))
+			return 0;
+	}
+	memcpy(target, c.name, c.name_len);
+	*target_len = c.name_len;
+	return 1;
+}
+
+/* Re-encode n RRs at *pos of pkt; OPTs are dropped (checked when allow_opt) or FORMERR. */
+static int splice_section(struct enc *e, const uint8_t *pkt, size_t len, size_t *pos, unsigned n, bool allow_opt,
+			  bool write, unsigned *written)
+{
+	bool seen_opt = false;
+	for (unsigned i = 0; i < n; i++) {
+		struct rr rr;
+		uint8_t owner[WIRE_MAX_NAME];
+		if (rr_read(pkt, len, pos, &rr, owner) != 0)
+			return WIRE_E_FORMERR;
+		if (rr.type == WIRE_TYPE_OPT) {
+			if (!allow_opt || seen_opt || rr.owner_len != 1)
+				return WIRE_E_FORMERR;
+			seen_opt = true;
+			continue;
+		}
+		if (!write)
+			continue;
+		int rc = enc_rr(e, pkt, &rr, owner, rr.ttl, NULL);
+		if (rc != 0)
+			return rc;
+		(*written)++;
+	}
+	return 0;
+}
+
+int wire_splice(const uint8_t *first, size_t first_len, const uint8_t *second, size_t second_len, uint8_t **out,
+		size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (first_len < WIRE_HEADER_SIZE || second_len < WIRE_HEADER_SIZE || rd16(first + 4) != 1 ||
+	    rd16(second + 4) != 1)
+		return WIRE_E_FORMERR;
+	struct enc *e = enc_new();
+	if (e == NULL)
+		return -ENOMEM;
+	uint16_t f1 = rd16(first + 2), f2 = rd16(second + 2);
+	uint16_t flags = (uint16_t)((f1 & ~(WIRE_FLAG_RCODE | WIRE_FLAG_AD | WIRE_FLAG_AA | WIRE_FLAG_TC)) |
+				    (f2 & WIRE_FLAG_RCODE) | (f1 & f2 & WIRE_FLAG_AD) | ((f1 | f2) & WIRE_FLAG_TC));
+	uint8_t hdr[WIRE_HEADER_SIZE] = {0};
+	memcpy(hdr, first, 2);
+	wr16(hdr + 2, flags);
+	wr16(hdr + 4, 1);
+	int rc = enc_put(e, hdr, WIRE_HEADER_SIZE);
+
+	uint8_t qname[WIRE_MAX_NAME];
+	size_t qname_len, p1, p2;
+	unsigned an = 0, ns = 0, ar = 0, dummy = 0;
+	if (rc == 0)
+		rc = question_read(first, first_len, &p1, qname, &qname_len);
+	if (rc == 0)
+		rc = enc_name(e, qname, qname_len, false);
+	if (rc == 0)
+		rc = enc_put(e, first + p1 - 4, 4);
+	if (rc == 0)
+		rc = splice_section(e, first, first_len, &p1, rd16(first + 6), false, true, &an);
+	if (rc == 0)
+		rc = splice_section(e, first, first_len, &p1, rd16(first + 8), false, false, &dummy);
+	if (rc == 0)
+		rc = splice_section(e, first, first_len, &p1, rd16(first + 10), true, false, &dummy);
+	if (rc == 0)
+		rc = question_read(second, second_len, &p2, qname, &qname_len);
+	if (rc == 0)
+		rc = splice_section(e, second, second_len, &p2, rd16(second + 6), false, true, &an);
+	if (rc == 0)
+		rc = splice_section(e, second, second_len, &p2, rd16(second + 8), false, true, &ns);
+	if (rc == 0)
+		rc = splice_section(e, second, second_len, &p2, rd16(second + 10), true, true, &ar);
+	if (rc == 0 && an > 0xffff)
+		rc = WIRE_E_FORMERR;
+	if (rc != 0) {
+		free(e);
+		return rc;
+	}
+	wr16(e->buf + 6, (uint16_t)an);
+	wr16(e->buf + 8, (uint16_t)ns);
+	wr16(e->buf + 10, (uint16_t)ar);
+	uint8_t *m = malloc(e->len);
+	if (m == NULL) {
+		free(e);
+		return -ENOMEM;
+	}
+	memcpy(m, e->buf, e->len);
+	*out = m;
+	*out_len = e->len;
+	free(e);
+	return 0;
+}
+
+/* ---- names ---- */
+
+int wire_name_check(const uint8_t *name, size_t len)
+{
+	if (name == NULL || len == 0 || len > WIRE_MAX_NAME)
+		return -EINVAL;
+	size_t i = 0;
+	while (i < len && name[i] != 0) {
+		if (name[i] > 63)
+			return -EINVAL;
+		i += (size_t)1 + name[i];
+	}
+	return (i == len - 1) ? 0 : -EINVAL;
+}
+
+void wire_name_lower(const uint8_t *name, size_t len, uint8_t *out)
+{
+	for (size_t i = 0; i < len; i++)
+		out[i] = lower(name[i]);
+}
+
+bool wire_name_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	/* Length bytes are never letters, so a byte-wise comparison is label-exact. */
+	return alen == blen && bytes_equal_ci(a, b, alen);
+}
+
+int wire_name_parent(const uint8_t *name, size_t len)
+{
+	if (wire_name_check(name, len) != 0 || name[0] == 0)
+		return -EINVAL;
+	return 1 + name[0];
+}
+
+int wire_name_labels(const uint8_t *name, size_t len)
+{
+	if (wire_name_check(name, len) != 0)
+		return -EINVAL;
+	int n = 0;
+	for (size_t i = 0; name[i] != 0; i += (size_t)1 + name[i])
+		n++;
+	return n;
+}
+
+bool wire_name_in_zone(const uint8_t *name, size_t len, const uint8_t *zone, size_t zone_len)
+{
+	size_t i = 0;
+	while (len - i > zone_len && i < len && name[i] != 0)
+		i += (size_t)1 + name[i];
+	return len - i == zone_len && bytes_equal_ci(name + i, zone, zone_len);
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+int wire_name_from_text(const char *text, uint8_t *out, size_t cap)
+{
+	if (text == NULL || text[0] == '\0')
+		return -EINVAL;
+	uint8_t buf[WIRE_MAX_NAME];
+	size_t n = 0;
+	const char *p = text;
+	if (strcmp(text, ".") != 0) {
+		while (*p != '\0') {
+			size_t lpos = n++, llen = 0;
+			while (*p != '\0' && *p != '.') {
+				uint8_t c;
+				if (*p == '\\') {
+					p++;
+					if (is_digit(p[0])) {
+						if (!is_digit(p[1]) || !is_digit(p[2]))
+							return -EINVAL;
+						unsigned v = (unsigned)(p[0] - '0') * 100 + (unsigned)(p[1] - '0') * 10 +
+							     (unsigned)(p[2] - '0');
+						if (v > 255)
+							return -EINVAL;
+						c = (uint8_t)v;
+						p += 3;
+					} else if (*p == '\0') {
+						return -EINVAL;
+					} else {
+						c = (uint8_t)*p++;
+					}
+				} else {
+					c = (uint8_t)*p++;
+				}
+				/* Keep room for the root byte after this one. */
+				if (llen == 63 || n + 2 > WIRE_MAX_NAME)
+					return -EINVAL;
+				buf[n++] = c;
+				llen++;
+			}
+			if (llen == 0)
+				return -EINVAL; /* "..", or a leading "." */
+			buf[lpos] = (uint8_t)llen;
+			if (*p == '.')
+				p++;
+		}
+	}
+	buf[n++] = 0;
+	if (n > cap)
+		return -ENOSPC;
+	memcpy(out, buf, n);
+	return (int)n;
+}
+
+int wire_name_to_text(const uint8_t *name, size_t len, char *out, size_t cap)
+{
+	if (wire_name_check(name, len) != 0)
+		return -EINVAL;
+	size_t o = 0;
+	if (name[0] == 0) {
+		if (cap < 2)
+			return -ENOSPC;
+		out[0] = '.';
+		out[1] = '\0';
+		return 1;
+	}
+	for (size_t i = 0; name[i] != 0; i += (size_t)1 + name[i]) {
+		for (size_t j = 1; j <= name[i]; j++) {
+			uint8_t c = name[i + j];
+			char tmp[5];
+			size_t tl;
+			if (c == '.' || c == '\\') {
+				tmp[0] = '\\';
+				tmp[1] = (char)c;
+				tl = 2;
+			} else if (c < 0x21 || c > 0x7e) {
+				tmp[0] = '\\';
+				tmp[1] = (char)('0' + c / 100);
+				tmp[2] = (char)('0' + c / 10 % 10);
+				tmp[3] = (char)('0' + c % 10);
+				tl = 4;
+			} else {
+				tmp[0] = (char)c;
+				tl = 1;
+			}
+			if (cap - o < tl + 1)
+				return -ENOSPC;
+			memcpy(out + o, tmp, tl);
+			o += tl;
+		}
+		if (cap - o < 2)
+			return -ENOSPC;
+		out[o++] = '.';
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
+const char *wire_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case WIRE_E_DROP:
+		return "not a DNS query (short or QR set): dropped";
+	case WIRE_E_FORMERR:
+		return "malformed DNS message";
+	case WIRE_E_NOTIMP:
+		return "DNS opcode not implemented";
+	case WIRE_E_BADVERS:
+		return "unsupported EDNS version";
+	case WIRE_E_MISMATCH:
+		return "response does not answer our query";
+	case -EINVAL:
+		return "invalid argument";
+	case -ENOSPC:
+		return "buffer too small";
+	case -ENOMEM:
+		return "out of memory";
+	default:
+		return "unknown error";
+	}
+}

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* DNS message code of the hot path: client queries, cached-answer replies, upstream queries and checks. */
+#pragma once
+
+/*
+ * Everything here works on caller-provided buffers, is bounds-checked
+ * against the given lengths and never reads past them, and (except for
+ * wire_answer_prepare and wire_splice, which return malloc'd results)
+ * never allocates. Names are in uncompressed wire form ("\3www\7example\3com\0")
+ * with their length including the root byte. No function keeps a pointer
+ * to its arguments.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mapping/ecs.h"
+
+#define WIRE_HEADER_SIZE 12
+#define WIRE_DEFAULT_UDP 1232 /* the UDP payload size we advertise in our OPT records */
+#define WIRE_MIN_UDP 512      /* RFC 1035 §4.2.1: every client takes this much */
+#define WIRE_MAX_NAME 255     /* RFC 1035 §3.1, wire form including the root byte */
+#define WIRE_MAX_MSG 65535
+#define WIRE_CNAME_MAX 16     /* longest CNAME chain followed in one answer */
+
+/* Error codes (negative), in the resolver wire range. */
+enum {
+	WIRE_E_DROP = -4001,     /* not even a header, or QR=1: send no reply */
+	WIRE_E_FORMERR = -4002,  /* malformed: reply FORMERR (queries) / discard (responses) */
+	WIRE_E_NOTIMP = -4003,   /* opcode other than QUERY: reply NOTIMP */
+	WIRE_E_BADVERS = -4004,  /* EDNS version > 0: reply BADVERS */
+	WIRE_E_MISMATCH = -4005, /* a response that is not the answer to our query: discard */
+};
+
+/* RCODEs (RFC 1035 §4.1.1, RFC 6891 §6.1.3 for BADVERS = 16, needs an OPT). */
+enum {
+	WIRE_RCODE_NOERROR = 0,
+	WIRE_RCODE_FORMERR = 1,
+	WIRE_RCODE_SERVFAIL = 2,
+	WIRE_RCODE_NXDOMAIN = 3,
+	WIRE_RCODE_NOTIMP = 4,
+	WIRE_RCODE_REFUSED = 5,
+	WIRE_RCODE_BADVERS = 16,
+};
+
+/* Header flag bits of the second 16-bit word. */
+#define WIRE_FLAG_QR 0x8000
+#define WIRE_FLAG_OPCODE 0x7800 /* mask; opcode = (flags >> 11) & 0xf */
+#define WIRE_FLAG_AA 0x0400
+#define WIRE_FLAG_TC 0x0200
+#define WIRE_FLAG_RD 0x0100
+#define WIRE_FLAG_RA 0x0080
+#define WIRE_FLAG_AD 0x0020
+#define WIRE_FLAG_CD 0x0010
+#define WIRE_FLAG_RCODE 0x000f /* mask */
+
+/* RR types this module interprets. */
+enum {
+	WIRE_TYPE_A = 1,
+	WIRE_TYPE_NS = 2,
+	WIRE_TYPE_CNAME = 5,
+	WIRE_TYPE_SOA = 6,
+	WIRE_TYPE_PTR = 12,
+	WIRE_TYPE_MX = 15,
+	WIRE_TYPE_TXT = 16,
+	WIRE_TYPE_AAAA = 28,
+	WIRE_TYPE_OPT = 41,
+	WIRE_TYPE_ANY = 255,
+};
+#define WIRE_CLASS_IN 1
+
+/*
+ * A parsed client query. Which fields are valid depends on the result of
+ * wire_parse_query:
+ *   0                 all fields.
+ *   WIRE_E_DROP       none (id/flags only when the packet had 12 bytes).
+ *   WIRE_E_NOTIMP     id, flags; question_ok and has_edns are false (the
+ *                     reply is a bare header: we do not read what follows
+ *                     the header of an opcode we do not know).
+ *   WIRE_E_FORMERR    id, flags; the question fields when question_ok;
+ *                     the EDNS fields (edns_udp, edns_version, edns_do)
+ *                     when has_edns; has_ecs is false.
+ *   WIRE_E_BADVERS    id, flags, question (question_ok is true), EDNS
+ *                     fields (has_edns is true); has_ecs is false (the
+ *                     options of an unknown EDNS version are not read).
+ */
+struct wire_query {
+	uint16_t id;
+	uint16_t flags;                 /* header flags word as received */
+	bool question_ok;               /* the question fields below are valid */
+	uint8_t qname[WIRE_MAX_NAME];   /* uncompressed wire form, case as received */
+	size_t qname_len;               /* including the root byte */
+	uint8_t qname_lc[WIRE_MAX_NAME]; /* lower-cased copy (for keys) */
+	uint16_t qtype, qclass;
+	size_t question_end;            /* offset just past the question in the packet */
+	bool has_edns;                  /* the query had an OPT record */
+	uint16_t edns_udp;              /* client's advertised UDP size (raw) */
+	uint8_t edns_version;
+	bool edns_do;
+	bool has_ecs;                   /* client's ECS option, when present and valid */
+	struct ecs ecs;
+};
+
+/**
+ * Parse a client query.
+ *
+ * Rules: len < 12 or QR=1 → WIRE_E_DROP; opcode != 0 → WIRE_E_NOTIMP;
+ * QDCOUNT != 1 → FORMERR; names: labels ≤ 63, names ≤ 255 bytes,
+ * compression pointers only backwards (each pointer must point before the
+ * name's start and before the previous pointer's target, never into the
+ * header; so the QNAME itself can never be compressed); any truncation →
+ * FORMERR; answer and authority records are skipped (bounds-checked; an
+ * OPT there is FORMERR); additional: at most one OPT, owner root, its
+ * options well-formed; ECS (code 8) via ecs_parse, malformed, repeated or
+ * with SCOPE PREFIX-LENGTH != 0 (RFC 7871 §6: MUST be 0 in queries) →
+ * FORMERR; unknown options ignored; EDNS version > 0 → WIRE_E_BADVERS
+ * (options not interpreted); trailing bytes after the last record →
+ * FORMERR. A structural error wins over BADVERS.
+ *
+ * @param pkt  the query; not kept
+ * @param len  its length
+ * @param q    filled as documented at struct wire_query
+ * @return 0, WIRE_E_DROP, WIRE_E_FORMERR, WIRE_E_NOTIMP or WIRE_E_BADVERS.
+ */
+int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q);
+
+/**
+ * The UDP reply size limit for q: has_edns ? max(edns_udp, 512) capped at
+ * max_udp : 512. Never below 512 (a max_udp below 512 is ignored).
+ */
+size_t wire_udp_limit(const struct wire_query *q, size_t max_udp);
+
+/**
+ * Write an error reply: ID, opcode, RD and CD copied from q, QR=1, RA=1,
+ * AA=0, the question echoed when q->question_ok, an OPT record (our UDP
+ * size WIRE_DEFAULT_UDP, version 0, DO copied, upper rcode bits) when
+ * q->has_edns or rcode > 15. ECS only when echo != NULL and an OPT is
+ * written (RFC 7871 §7.2 echo: echo's family, source, address and scope).
+ *
+ * @param q      a query as left by wire_parse_query (any result but DROP)
+ * @param rcode  0..4095, e.g. WIRE_RCODE_FORMERR, WIRE_RCODE_BADVERS
+ * @return length written, -ENOSPC, or -EINVAL (rcode out of range, bad echo).
+ */
+int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *echo, uint8_t *out, size_t cap);
+
+/* ---- cached answers ---- */
+
+/*
+ * TTL policy for wire_answer_prepare. 0 in max_ttl or max_negative_ttl
+ * means "no cap" (TTLs are still at most 2^31 - 1, RFC 2181 §8); a
+ * zeroed struct (or NULL) therefore changes nothing.
+ */
+struct wire_limits {
+	uint32_t min_ttl;          /* every TTL is raised to at least this */
+	uint32_t max_ttl;          /* every TTL is lowered to at most this */
+	uint32_t max_negative_ttl; /* cap of the RFC 2308 negative lifetime */
+	uint32_t nosoa_ttl;        /* lifetime of a negative answer without SOA; 0 = not cached (RFC 2308 §5) */
+};
+
+/**
+ * Reduce an upstream response to a cache blob.
+ *
+ * The blob is a small header, the offsets of every TTL field, and the
+ * message re-encoded: ID zeroed, AA kept as information only, the OPT
+ * record dropped wherever it was in the additional section (no upstream
+ * ECS, cookies or padding ever reach a client), names re-compressed by us
+ * (owner names and the RDATA names of the RFC 1035 types; other types'
+ * names are written uncompressed, RFC 3597 §4), trailing bytes after the
+ * last record ignored. TTLs with the top bit set count as 0 (RFC 2181 §8)
+ * and every TTL is clamped to [min_ttl, max_ttl].
+ *
+ * Cache lifetime *ttl:
+ *   - TC set, or rcode other than NOERROR/NXDOMAIN: 0 (do not cache; the
+ *     blob is still returned so the caller may relay it once);
+ *   - positive (the CNAME chain from QNAME ends at an RRset of QTYPE, or
+ *     QTYPE is CNAME/ANY and something answers it): the minimum clamped TTL
+ *     over answer and authority;
+ *   - NXDOMAIN, or NOERROR without such an answer (NODATA, including a
+ *     chain ending at a name without QTYPE): RFC 2308 min(SOA TTL, SOA
+ *     MINIMUM) of the first SOA in authority, capped by max_negative_ttl
+ *     and max_ttl (min_ttl does not apply) and by the TTLs of the answer
+ *     section (the CNAMEs); that SOA's stored TTL is set to the same value
+ *     so it counts down with the entry. Without an SOA: lim->nosoa_ttl
+ *     (default 0: not cached).
+ *
+ * @param resp, len  the response (QDCOUNT must be 1); not kept
+ * @param lim        TTL policy; NULL = no clamping
+ * @param blob       out: malloc'd blob, caller frees with free(); NULL on error
+ * @param blob_len   out: its length
+ * @param ttl        out: cache lifetime in seconds
+ * @return 0, WIRE_E_FORMERR (malformed, or the re-encoded message would
+ *         exceed 65535 bytes), -ENOMEM.
+ */
+int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
+			size_t *blob_len, uint32_t *ttl);
+
+/**
+ * Write the reply to client query q from a cache blob, aged age seconds:
+ * every TTL becomes max(0, stored - age).
+ *
+ * Header: ID from q, QR=1, opcode 0, AA=0, RD and CD from q, RA=1, AD from
+ * the blob only when q set AD or DO, rcode from the blob (an extended
+ * rcode > 15 needs the client's EDNS, else SERVFAIL is written). The
+ * question is q's (q->qname keeps the client's 0x20 case). An OPT record
+ * is appended when q->has_edns (our size WIRE_DEFAULT_UDP, DO echoed, no
+ * options unless echo != NULL: then ECS with echo's family, source,
+ * address and scope, RFC 7871 §7.2).
+ *
+ * Fit: the whole message if it fits cap; else without the additional
+ * section (TC=0, RFC 2181 §9: only answer/authority data justify TC); else a
+ * TC=1 reply with header, question and OPT only (without OPT when even
+ * that does not fit). TC is also set when the upstream response had it.
+ * No allocation: a memcpy plus TTL patches at the stored offsets.
+ *
+ * @param q    the parsed query (result 0)
+ * @param pkt  the packet q was parsed from; unused (q->qname holds the
+ *             client's case), may be NULL
+ * @param blob, blob_len  from wire_answer_prepare
+ * @param echo ECS to echo, or NULL (never pass one for a stub client)
+ * @return length written, -ENOSPC (cap below header + question), or
+ *         -EINVAL (not a blob, the blob's question is not q's, bad echo).
+ */
+int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint8_t *blob, size_t blob_len,
+		      uint32_t age, const struct ecs *echo, uint8_t *out, size_t cap);
+
+/* Facts about a blob, read from its fixed header (no parsing). */
+struct wire_blob_info {
+	int rcode;                       /* full 12-bit rcode */
+	bool ad, tc, aa;                 /* upstream header bits */
+	unsigned ancount, nscount, arcount; /* arcount without the dropped OPT */
+	size_t msg_len;                  /* size of the stored message */
+};
+
+/** @return 0 or -EINVAL (not a blob). */
+int wire_blob_info(const uint8_t *blob, size_t blob_len, struct wire_blob_info *info);
+
+/** @return the blob's rcode (0..4095) or -EINVAL (not a blob). */
+int wire_blob_rcode(const uint8_t *blob, size_t blob_len);
+
+/* ---- upstream ---- */
+
+/**
+ * Build an upstream query: header with id, RD when rd, one question, an
+ * OPT record (UDP size WIRE_DEFAULT_UDP, version 0, DO when do_bit) with an
+ * ECS option when ecs != NULL (its scope is written as given: pass 0).
+ * qname is copied as is (randomise its case first for 0x20 if wanted).
+ * @return length written, -ENOSPC, or -EINVAL (qname not a valid
+ *         uncompressed name of qname_len bytes, bad ecs).
+ */
+int wire_query_build(uint16_t id, bool rd, bool do_bit, const uint8_t *qname, size_t qname_len, uint16_t qtype,
+		     uint16_t qclass, const struct ecs *ecs, uint8_t *out, size_t cap);
+
+/* What wire_response_check learnt about a response. */
+struct wire_resp_info {
+	int rcode;                 /* full 12-bit rcode (upper bits from OPT) */
+	bool tc, aa, ad;
+	bool has_edns;             /* the response had an OPT record */
+	bool has_ecs;              /* ... with a valid ECS option, in ecs */
+	struct ecs ecs;
+	unsigned qdcount, ancount, nscount, arcount;
+};
+
+/**
+ * Check an upstream response against the query we sent.
+ *
+ * WIRE_E_MISMATCH (not ours: discard and keep waiting) when QR=0, the ID
+ * differs, the opcode is not 0, QDCOUNT is 0 (some servers send question-
+ * less FORMERR/REFUSED; info->rcode is still set for logging), the
+ * question differs (name compared case-insensitively, type, class), or the
+ * ECS does not answer ours: with ecs_sent, a response ECS must ecs_match
+ * it (no ECS at all is accepted: the authority ignored ECS); without
+ * ecs_sent, any ECS in the response is a mismatch.
+ * WIRE_E_FORMERR when len < 12, QDCOUNT > 1, or any record is malformed
+ * (two OPTs, OPT not in additional / not root-owned, bad option lengths, a
+ * malformed ECS) — except that with TC=1 a cut-off record section is
+ * accepted (the caller retries over TCP anyway).
+ *
+ * @param info  optional, filled as far as the message was read
+ * @return 0, WIRE_E_MISMATCH or WIRE_E_FORMERR.
+ */
+int wire_response_check(const uint8_t *resp, size_t len, uint16_t id, const uint8_t *qname, size_t qname_len,
+			uint16_t qtype, uint16_t qclass, const struct ecs *ecs_sent, struct wire_resp_info *info);
+
+/**
+ * Follow the CNAME chain for (qname, qtype) in the answer section of resp.
+ * If the chain ends at a name with no RRset of qtype in the answer, copy
+ * that final name (wire, lower-cased) to target and return 1 — unless the
+ * response already settles the final name: NXDOMAIN, or an SOA in the
+ * authority section at or above the final name (NODATA from its zone,
+ * RFC 2308). Returns 0 when the answer is complete or there is no CNAME
+ * for qname, and always for qtype CNAME or ANY.
+ *
+ * @param target      WIRE_MAX_NAME bytes
+ * @param target_len  out: length of target
+ * @return 1, 0, or WIRE_E_FORMERR (malformed, a chain longer than
+ *         WIRE_CNAME_MAX, or a loop).
+ */
+int wire_cname_target(const uint8_t *resp, size_t len, const uint8_t *qname, size_t qname_len, uint16_t qtype,
+		      uint8_t *target, size_t *target_len);
+
+/**
+ * Splice two responses for a CNAME chain: header (ID, flags) and question
+ * of first, answer = first's answer RRs then second's, authority and
+ * additional = second's (no OPT: neither message's OPT is kept), rcode =
+ * second's header rcode, AD = both AD, TC = either TC, AA = 0. Names are
+ * re-compressed. Splices can be chained (splice a splice).
+ *
+ * @param out      out: malloc'd message, caller frees with free()
+ * @param out_len  out: its length
+ * @return 0, WIRE_E_FORMERR (either input malformed, QDCOUNT != 1, or the
+ *         result would exceed 65535 bytes), -ENOMEM.
+ */
+int wire_splice(const uint8_t *first, size_t first_len, const uint8_t *second, size_t second_len, uint8_t **out,
+		size_t *out_len);
+
+/* ---- names ---- */
+
+/**
+ * Text ("www.example.com." or without the final dot; "." is the root) to
+ * wire form. Escapes: "\." "\\" and "\DDD" (decimal byte).
+ * @return wire length, -EINVAL (empty label, label > 63, name > 255, bad
+ *         escape, empty text), or -ENOSPC.
+ */
+int wire_name_from_text(const char *text, uint8_t *out, size_t cap);
+
+/**
+ * Wire form to text with the final dot ("." for the root); '.', '\' and
+ * bytes outside 0x21..0x7e are escaped as in wire_name_from_text.
+ * @return text length (without the NUL written after it), -EINVAL (not a
+ *         valid uncompressed name of exactly len bytes), or -ENOSPC.
+ */
+int wire_name_to_text(const uint8_t *name, size_t len, char *out, size_t cap);
+
+/** 0 when name is a valid uncompressed wire name of exactly len bytes, else -EINVAL. */
+int wire_name_check(const uint8_t *name, size_t len);
+
+/** Lower-case (ASCII) len bytes of a wire name into out (may equal name). */
+void wire_name_lower(const uint8_t *name, size_t len, uint8_t *out);
+
+/** Case-insensitive equality of two valid wire names. */
+bool wire_name_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
+/**
+ * Offset of the parent name inside name (skip the first label): the parent
+ * is name + ret, len - ret bytes.
+ * @return the offset, or -EINVAL for the root or an invalid name.
+ */
+int wire_name_parent(const uint8_t *name, size_t len);
+
+/** Number of labels without the root ("." → 0, "a.b." → 2), or -EINVAL. */
+int wire_name_labels(const uint8_t *name, size_t len);
+
+/** True when name equals zone or lies below it (case-insensitive; both valid). */
+bool wire_name_in_zone(const uint8_t *name, size_t len, const uint8_t *zone, size_t zone_len);
+
+/** Text of a WIRE_E_* or negative errno code. */
+const char *wire_strerror(int err);

@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests of conf/store.c: records, put/get/del/foreach/version, processes, growth. */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "conf/store.h"
+
+static char base[4096]; /* per-run temporary directory */
+static unsigned dircount;
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int group_setup(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(base, sizeof(base), "%s/test_store.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	return mkdtemp(base) == NULL ? -1 : 0;
+}
+
+static int group_teardown(void **state)
+{
+	return nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fresh (not yet existing) store directory for one test. */
+static const char *newdir(char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/s%u", base, ++dircount);
+	return buf;
+}
+
+static struct conf_addr target(const char *host, uint16_t port)
+{
+	struct conf_addr a;
+	memset(&a, 0, sizeof(a));
+	if (strchr(host, ':') != NULL) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&a.ss;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		assert_int_equal(inet_pton(AF_INET6, host, &sin6->sin6_addr), 1);
+		a.len = sizeof(*sin6);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&a.ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		assert_int_equal(inet_pton(AF_INET, host, &sin->sin_addr), 1);
+		a.len = sizeof(*sin);
+	}
+	snprintf(a.text, sizeof(a.text), "%s@%u", host, (unsigned)port);
+	return a;
+}
+
+static struct store_domain domain(const char *name, bool subtree, enum conf_policy policy)
+{
+	struct store_domain d;
+	memset(&d, 0, sizeof(d));
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	d.subtree = subtree;
+	d.policy = policy;
+	return d;
+}
+
+static void add_target(struct store_domain *d, const char *host, uint16_t port)
+{
+	d->forward[d->nforward++] = target(host, port);
+}
+
+/* Fields that must survive a put/get (the conf_addr compared by family, port, address). */
+static void assert_domain_equal(const struct store_domain *want, const struct store_domain *got,
+                                const char *msg)
+{
+	if (strcmp(want->name, got->name) != 0 || want->subtree != got->subtree ||
+	    want->policy != got->policy || want->nforward != got->nforward)
+		fail_msg("%s: got %s subtree=%d policy=%d n=%zu", msg, got->name, got->subtree,
+		         got->policy, got->nforward);
+	for (size_t i = 0; i < want->nforward; i++) {
+		const struct conf_addr *a = &want->forward[i], *b = &got->forward[i];
+		if (a->ss.ss_family != b->ss.ss_family || a->len != b->len)
+			fail_msg("%s: target %zu family/len differ", msg, i);
+		if (memcmp(&a->ss, &b->ss, a->len) != 0)
+			fail_msg("%s: target %zu address/port differ", msg, i);
+		if (strcmp(a->text, b->text) != 0)
+			fail_msg("%s: target %zu text '%s', want '%s'", msg, i, b->text, a->text);
+	}
+}
+
+static struct store *open_rw(const char *dir)
+{
+	struct store *s = NULL;
+	int err = store_open(dir, false, &s);
+	if (err != 0)
+		fail_msg("store_open(%s): %s", dir, store_strerror(err));
+	return s;
+}
+
+static uint64_t version(struct store *s)
+{
+	uint64_t v = 0;
+	int err = store_version(s, &v);
+	if (err != 0)
+		fail_msg("store_version: %s", store_strerror(err));
+	return v;
+}
+
+static void test_open_missing(void **state)
+{
+	char dir[4200], sub[4300];
+	struct store *s = (struct store *)0x1;
+	newdir(dir, sizeof(dir));
+	assert_int_equal(store_open(dir, true, &s), -ENOENT);
+	assert_null(s);
+	/* An existing but empty directory is no store either. */
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(store_open(dir, true, &s), -ENOENT);
+	/* A file where the directory should be. */
+	snprintf(sub, sizeof(sub), "%s/file", dir);
+	FILE *f = fopen(sub, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(store_open(sub, true, &s), -ENOTDIR);
+	assert_int_equal(store_open(sub, false, &s), -ENOTDIR);
+	assert_int_equal(store_open("", false, &s), -EINVAL);
+	assert_string_not_equal(store_strerror(-ENOENT), "unknown error");
+}
+
+static void test_open_creates(void **state)
+{
+	char dir[4200], deep[4300];
+	newdir(dir, sizeof(dir));
+	snprintf(deep, sizeof(deep), "%s/a/b/c", dir);
+	struct store *s = open_rw(deep);
+	struct stat st;
+	assert_int_equal(stat(deep, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	/* 0750 less whatever the umask removes, never more. */
+	assert_int_equal(st.st_mode & 0777 & ~0750, 0);
+	assert_int_equal(st.st_mode & 0700, 0700);
+	assert_int_equal(version(s), 0);
+	store_close(s);
+	/* Now a reader can open it, and it is empty. */
+	struct store *r = NULL;
+	assert_int_equal(store_open(deep, true, &r), 0);
+	assert_int_equal(version(r), 0);
+	struct store_domain d;
+	assert_int_equal(store_get(r, "example.com.", &d), -ENOENT);
+	assert_int_equal(store_put(r, &d), -EROFS);
+	assert_int_equal(store_del(r, "example.com."), -EROFS);
+	store_close(r);
+}
+
+static void test_put_get(void **state)
+{
+	struct row {
+		const char *msg;
+		struct store_domain d;
+	} rows[8];
+	size_t n = 0;
+
+	rows[n++] = (struct row){ "exact iterate", domain("example.com.", false, CONF_POLICY_ITERATE) };
+	rows[n++] = (struct row){ "subtree iterate", domain("cdn.example.net.", true, CONF_POLICY_ITERATE) };
+	rows[n] = (struct row){ "forward, no targets (edns.forward)",
+	                        domain("video.example.org.", false, CONF_POLICY_FORWARD) };
+	n++;
+	rows[n] = (struct row){ "forward v4 + v6, ports", domain("a.b.c.example.", true, CONF_POLICY_FORWARD) };
+	add_target(&rows[n].d, "198.51.100.53", 53);
+	add_target(&rows[n].d, "2001:db8::53", 5353);
+	n++;
+	rows[n] = (struct row){ "forward, the maximum of targets", domain("max.example.", false, CONF_POLICY_FORWARD) };
+	for (unsigned i = 0; i < STORE_MAX_FORWARD; i++) {
+		char host[32];
+		snprintf(host, sizeof(host), "203.0.113.%u", i + 1);
+		add_target(&rows[n].d, host, (uint16_t)(1000 + i));
+	}
+	n++;
+	rows[n] = (struct row){ "v6 port 65535", domain("x.example.", false, CONF_POLICY_FORWARD) };
+	add_target(&rows[n].d, "2001:db8:ffff::1", 65535);
+	n++;
+
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	for (size_t i = 0; i < n; i++) {
+		int err = store_put(s, &rows[i].d);
+		if (err != 0)
+			fail_msg("%s: store_put: %s", rows[i].msg, store_strerror(err));
+		if (version(s) != i + 1)
+			fail_msg("%s: version %llu, want %zu", rows[i].msg, (unsigned long long)version(s), i + 1);
+	}
+	store_close(s);
+	/* Read back through a fresh readonly handle, so it all came from disk. */
+	assert_int_equal(store_open(dir, true, &s), 0);
+	for (size_t i = 0; i < n; i++) {
+		struct store_domain got;
+		int err = store_get(s, rows[i].d.name, &got);
+		if (err != 0)
+			fail_msg("%s: store_get: %s", rows[i].msg, store_strerror(err));
+		assert_domain_equal(&rows[i].d, &got, rows[i].msg);
+	}
+	store_close(s);
+}
+
+static void test_put_invalid(void **state)
+{
+	struct row {
+		const char *msg;
+		struct store_domain d;
+	} rows[16];
+	size_t n = 0;
+	rows[n++] = (struct row){ "empty name", domain("", false, CONF_POLICY_ITERATE) };
+	rows[n++] = (struct row){ "no trailing dot", domain("example.com", false, CONF_POLICY_ITERATE) };
+	rows[n++] = (struct row){ "upper case", domain("Example.COM.", false, CONF_POLICY_ITERATE) };
+	rows[n++] = (struct row){ "empty label", domain("a..example.", false, CONF_POLICY_ITERATE) };
+	rows[n++] = (struct row){ "label of 64", domain("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example.",
+	                                                 false, CONF_POLICY_ITERATE) };
+	rows[n++] = (struct row){ "unknown policy", domain("example.com.", false, (enum conf_policy)7) };
+	rows[n] = (struct row){ "iterate with targets", domain("example.com.", false, CONF_POLICY_ITERATE) };
+	add_target(&rows[n++].d, "198.51.100.53", 53);
+	rows[n] = (struct row){ "port 0", domain("example.com.", false, CONF_POLICY_FORWARD) };
+	add_target(&rows[n++].d, "198.51.100.53", 0);
+	rows[n] = (struct row){ "unknown family", domain("example.com.", false, CONF_POLICY_FORWARD) };
+	add_target(&rows[n].d, "198.51.100.53", 53);
+	rows[n++].d.forward[0].ss.ss_family = AF_UNIX;
+	rows[n] = (struct row){ "wrong sockaddr length", domain("example.com.", false, CONF_POLICY_FORWARD) };
+	add_target(&rows[n].d, "198.51.100.53", 53);
+	rows[n++].d.forward[0].len = 3;
+	rows[n] = (struct row){ "too many targets", domain("example.com.", false, CONF_POLICY_FORWARD) };
+	rows[n++].d.nforward = STORE_MAX_FORWARD + 1;
+	rows[n] = (struct row){ "name not NUL-terminated", domain("example.com.", false, CONF_POLICY_ITERATE) };
+	memset(rows[n++].d.name, 'a', sizeof(rows[0].d.name));
+
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	for (size_t i = 0; i < n; i++) {
+		int err = store_put(s, &rows[i].d);
+		if (err != -EINVAL)
+			fail_msg("%s: store_put returned %d (%s), want -EINVAL", rows[i].msg, err,
+			         store_strerror(err));
+		if (store_domain_check(&rows[i].d) != -EINVAL)
+			fail_msg("%s: store_domain_check accepted it", rows[i].msg);
+	}
+	assert_int_equal(version(s), 0);
+	assert_int_equal(store_del(s, ""), -EINVAL);
+	assert_int_equal(store_del(s, "Example.com."), -EINVAL);
+	store_close(s);
+}
+
+static void test_replace(void **state)
+{
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct store_domain a = domain("example.com.", true, CONF_POLICY_ITERATE);
+	struct store_domain b = domain("example.com.", false, CONF_POLICY_FORWARD);
+	add_target(&b, "198.51.100.9", 53);
+	size_t replaced = 99;
+	assert_int_equal(store_put_many(s, &a, 1, &replaced), 0);
+	assert_int_equal(replaced, 0);
+	assert_int_equal(store_put_many(s, &b, 1, &replaced), 0);
+	assert_int_equal(replaced, 1);
+	struct store_domain got;
+	assert_int_equal(store_get(s, "example.com.", &got), 0);
+	assert_domain_equal(&b, &got, "the second put replaces the first");
+	/* And back to fewer targets: nothing of the old record remains. */
+	assert_int_equal(store_put(s, &a), 0);
+	assert_int_equal(store_get(s, "example.com.", &got), 0);
+	assert_domain_equal(&a, &got, "replace with no targets");
+	assert_int_equal(version(s), 3);
+	store_close(s);
+}
+
+static void test_del(void **state)
+{
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct store_domain a = domain("a.example.", false, CONF_POLICY_ITERATE);
+	struct store_domain b = domain("b.example.", false, CONF_POLICY_ITERATE);
+	assert_int_equal(store_put(s, &a), 0);
+	assert_int_equal(store_put(s, &b), 0);
+	assert_int_equal(version(s), 2);
+	assert_int_equal(store_del(s, "a.example."), 0);
+	assert_int_equal(version(s), 3);
+	struct store_domain got;
+	assert_int_equal(store_get(s, "a.example.", &got), -ENOENT);
+	assert_int_equal(store_get(s, "b.example.", &got), 0);
+	/* A missing name is -ENOENT and changes nothing. */
+	assert_int_equal(store_del(s, "a.example."), -ENOENT);
+	assert_int_equal(store_del(s, "never.example."), -ENOENT);
+	assert_int_equal(version(s), 3);
+	store_close(s);
+}
+
+struct collect {
+	char names[16][256];
+	size_t n;
+	size_t stop_at; /* return 42 when n reaches this (0 = never) */
+};
+
+static int collect_fn(const struct store_domain *d, void *arg)
+{
+	struct collect *c = arg;
+	if (c->n < 16)
+		snprintf(c->names[c->n], sizeof(c->names[0]), "%s", d->name);
+	c->n++;
+	return c->stop_at != 0 && c->n == c->stop_at ? 42 : 0;
+}
+
+static void test_foreach(void **state)
+{
+	static const char *in[] = { "m.example.", "a.example.", "z.example.", "b.a.example.", "aa.example." };
+	static const char *sorted[] = { "a.example.", "aa.example.", "b.a.example.", "m.example.", "z.example." };
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct collect c = { .n = 0 };
+	assert_int_equal(store_foreach(s, collect_fn, &c), 0);
+	assert_int_equal(c.n, 0);
+	for (size_t i = 0; i < 5; i++) {
+		struct store_domain d = domain(in[i], i % 2 == 0, CONF_POLICY_ITERATE);
+		assert_int_equal(store_put(s, &d), 0);
+	}
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(store_foreach(s, collect_fn, &c), 0);
+	assert_int_equal(c.n, 5);
+	for (size_t i = 0; i < 5; i++)
+		if (strcmp(c.names[i], sorted[i]) != 0)
+			fail_msg("foreach position %zu: %s, want %s", i, c.names[i], sorted[i]);
+	memset(&c, 0, sizeof(c));
+	c.stop_at = 2;
+	assert_int_equal(store_foreach(s, collect_fn, &c), 42);
+	assert_int_equal(c.n, 2);
+	store_close(s);
+}
+
+static void test_put_many(void **state)
+{
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct store_domain batch[4] = {
+		domain("one.example.", false, CONF_POLICY_ITERATE),
+		domain("two.example.", true, CONF_POLICY_ITERATE),
+		domain("BAD.example.", false, CONF_POLICY_ITERATE),
+		domain("three.example.", false, CONF_POLICY_ITERATE),
+	};
+	size_t replaced;
+	/* One invalid entry: nothing is written, the version stays. */
+	assert_int_equal(store_put_many(s, batch, 4, &replaced), -EINVAL);
+	assert_int_equal(version(s), 0);
+	struct store_domain got;
+	assert_int_equal(store_get(s, "one.example.", &got), -ENOENT);
+	/* Fixed: all in, one version step. */
+	snprintf(batch[2].name, sizeof(batch[2].name), "one.example.");
+	batch[2].subtree = true;
+	assert_int_equal(store_put_many(s, batch, 4, &replaced), 0);
+	assert_int_equal(replaced, 1); /* one.example. given twice: the later wins */
+	assert_int_equal(version(s), 1);
+	assert_int_equal(store_get(s, "one.example.", &got), 0);
+	assert_true(got.subtree);
+	struct collect c = { .n = 0 };
+	assert_int_equal(store_foreach(s, collect_fn, &c), 0);
+	assert_int_equal(c.n, 3);
+	/* An empty batch changes nothing. */
+	assert_int_equal(store_put_many(s, NULL, 0, &replaced), 0);
+	assert_int_equal(version(s), 1);
+	store_close(s);
+}
+
+/* Record decoding: every malformed value is STORE_E_CORRUPT. */
+static void test_record_decode(void **state)
+{
+	struct store_domain d = domain("example.com.", true, CONF_POLICY_FORWARD);
+	add_target(&d, "198.51.100.53", 53);
+	add_target(&d, "2001:db8::1", 853);
+	uint8_t good[STORE_RECORD_MAX];
+	int len = store_record_encode(&d, good, sizeof(good));
+	assert_int_equal(len, 4 + 2 * 19);
+	uint8_t small[10];
+	assert_int_equal(store_record_encode(&d, small, sizeof(small)), -ENOSPC);
+
+	struct store_domain got;
+	assert_int_equal(store_record_decode("example.com.", 12, good, (size_t)len, &got), 0);
+	assert_domain_equal(&d, &got, "encode/decode round trip");
+
+	struct row {
+		const char *msg;
+		size_t at;     /* byte to change (SIZE_MAX: none) */
+		uint8_t value;
+		int dlen;      /* change to the length */
+		const char *key;
+	} rows[] = {
+		{ "version 0", 0, 0, 0, NULL },
+		{ "version 2", 0, 2, 0, NULL },
+		{ "unknown flag bit", 1, 0x03, 0, NULL },
+		{ "unknown policy", 2, 2, 0, NULL },
+		{ "nforward past the records", 3, 3, 0, NULL },
+		{ "nforward below the records", 3, 1, 0, NULL },
+		{ "nforward over the maximum", 3, STORE_MAX_FORWARD + 1, 0, NULL },
+		{ "iterate with targets", 2, CONF_POLICY_ITERATE, 0, NULL },
+		{ "unknown family", 4, 5, 0, NULL },
+		{ "port 0", 5, 0, 0, NULL }, /* with byte 6 below */
+		{ "IPv4 padding not zero", 4 + 3 + 4, 1, 0, NULL },
+		{ "truncated by one", SIZE_MAX, 0, -1, NULL },
+		{ "one byte too long", SIZE_MAX, 0, 1, NULL },
+		{ "header only cut", SIZE_MAX, 0, -(len - 3), NULL },
+		{ "empty value", SIZE_MAX, 0, -len, NULL },
+		{ "key not normalized", SIZE_MAX, 0, 0, "Example.com." },
+		{ "key without dot", SIZE_MAX, 0, 0, "example.com" },
+		{ "key empty", SIZE_MAX, 0, 0, "" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint8_t buf[STORE_RECORD_MAX + 1];
+		memcpy(buf, good, sizeof(good));
+		buf[STORE_RECORD_MAX] = 0;
+		if (rows[i].at != SIZE_MAX)
+			buf[rows[i].at] = rows[i].value;
+		if (strcmp(rows[i].msg, "port 0") == 0)
+			buf[6] = 0;
+		const char *key = rows[i].key ? rows[i].key : "example.com.";
+		int err = store_record_decode(key, strlen(key), buf, (size_t)(len + rows[i].dlen), &got);
+		if (err != STORE_E_CORRUPT)
+			fail_msg("%s: decode returned %d, want STORE_E_CORRUPT", rows[i].msg, err);
+	}
+}
+
+/* Raw LMDB access to plant bad data, as another program or a bit flip would. */
+static void raw_put(const char *dir, const char *db, const char *key, const void *val, size_t len)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 2), 0);
+	assert_int_equal(mdb_env_set_mapsize(env, STORE_MAPSIZE_DEFAULT), 0);
+	assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, db, 0, &dbi), 0);
+	MDB_val k = { strlen(key), (void *)key }, v = { len, (void *)val };
+	assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+static void test_corrupt_and_format(void **state)
+{
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct store_domain a = domain("a.example.", false, CONF_POLICY_ITERATE);
+	assert_int_equal(store_put(s, &a), 0);
+	store_close(s);
+
+	static const uint8_t bad[] = { 1, 0, 0, 1 }; /* claims a target it lacks */
+	raw_put(dir, "domains", "b.example.", bad, sizeof(bad));
+	s = open_rw(dir);
+	struct store_domain got;
+	assert_int_equal(store_get(s, "a.example.", &got), 0);
+	assert_int_equal(store_get(s, "b.example.", &got), STORE_E_CORRUPT);
+	struct collect c = { .n = 0 };
+	assert_int_equal(store_foreach(s, collect_fn, &c), STORE_E_CORRUPT);
+	store_close(s);
+
+	/* A format this code does not know: refuse to open, readonly or not. */
+	static const uint8_t format2[] = { 0, 0, 0, 2 };
+	raw_put(dir, "meta", "format", format2, sizeof(format2));
+	assert_int_equal(store_open(dir, false, &s), STORE_E_VERSION);
+	assert_int_equal(store_open(dir, true, &s), STORE_E_VERSION);
+	/* A version counter of the wrong size. */
+	static const uint8_t format1[] = { 0, 0, 0, 1 };
+	raw_put(dir, "meta", "format", format1, sizeof(format1));
+	raw_put(dir, "meta", "version", "x", 1);
+	s = open_rw(dir);
+	uint64_t v;
+	assert_int_equal(store_version(s, &v), STORE_E_CORRUPT);
+	assert_int_equal(store_put(s, &a), STORE_E_CORRUPT);
+	store_close(s);
+
+	/* Not an LMDB file at all. */
+	char file[4300];
+	newdir(dir, sizeof(dir));
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(file, sizeof(file), "%s/data.mdb", dir);
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 8192; i++)
+		fputc('x', f);
+	fclose(f);
+	int err = store_open(dir, true, &s);
+	if (err != STORE_E_CORRUPT && err != STORE_E_VERSION)
+		fail_msg("garbage data.mdb: %d (%s)", err, store_strerror(err));
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n <= 0)
+			_exit(3);
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+/* A reader keeps its env open while another process writes; it sees the change. */
+static void test_reader_sees_other_process(void **state)
+{
+	char dir[4200];
+	store_close(open_rw(newdir(dir, sizeof(dir))));
+	int go[2], done[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(done), 0);
+	/* Fork before opening: an LMDB env must not cross a fork. */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		close(done[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		struct store *w;
+		if (store_open(dir, false, &w) != 0)
+			_exit(4);
+		struct store_domain d = domain("child.example.", true, CONF_POLICY_FORWARD);
+		d.forward[d.nforward++] = target("198.51.100.7", 53);
+		if (store_put(w, &d) != 0)
+			_exit(5);
+		store_close(w);
+		write_all(done[1], "k", 1);
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+	struct store *r = NULL;
+	assert_int_equal(store_open(dir, true, &r), 0);
+	uint64_t v0 = version(r);
+	struct store_domain got;
+	assert_int_equal(store_get(r, "child.example.", &got), -ENOENT);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	char c;
+	assert_int_equal(read(done[0], &c, 1), 1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(version(r), v0 + 1);
+	assert_int_equal(store_get(r, "child.example.", &got), 0);
+	assert_true(got.subtree);
+	assert_int_equal(got.nforward, 1);
+	assert_string_equal(got.forward[0].text, "198.51.100.7@53");
+	store_close(r);
+	close(go[1]);
+	close(done[0]);
+}
+
+/* kill -9 in the middle of a loop of puts loses no reported commit. */
+static void test_kill9_durability(void **state)
+{
+	enum { KILL_AFTER = 40 };
+	char dir[4200];
+	newdir(dir, sizeof(dir));
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		struct store *w;
+		if (store_open(dir, false, &w) != 0)
+			_exit(4);
+		for (unsigned i = 0;; i++) {
+			char line[64];
+			struct store_domain d = domain("", false, CONF_POLICY_ITERATE);
+			snprintf(d.name, sizeof(d.name), "n%u.example.", i);
+			if (store_put(w, &d) != 0)
+				_exit(5);
+			int len = snprintf(line, sizeof(line), "%s\n", d.name);
+			write_all(p[1], line, (size_t)len);
+		}
+	}
+	close(p[1]);
+	FILE *in = fdopen(p[0], "r");
+	assert_non_null(in);
+	char names[KILL_AFTER][64];
+	size_t n = 0;
+	while (n < KILL_AFTER && fgets(names[n], sizeof(names[0]), in) != NULL) {
+		names[n][strcspn(names[n], "\n")] = '\0';
+		n++;
+	}
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	fclose(in);
+	if (n != KILL_AFTER)
+		fail_msg("child reported %zu commits before failing (status %d)", n, status);
+	assert_true(WIFSIGNALED(status));
+
+	struct store *s = open_rw(dir);
+	for (size_t i = 0; i < n; i++) {
+		struct store_domain got;
+		int err = store_get(s, names[i], &got);
+		if (err != 0)
+			fail_msg("reported commit %s lost: %s", names[i], store_strerror(err));
+	}
+	uint64_t v = version(s);
+	if (v < n)
+		fail_msg("version %llu below %zu reported commits", (unsigned long long)v, n);
+	/* The store still takes writes (the writer lock of the dead child is gone). */
+	struct store_domain d = domain("after.example.", false, CONF_POLICY_ITERATE);
+	assert_int_equal(store_put(s, &d), 0);
+	store_close(s);
+}
+
+/* A map that fills grows; a reader in another process with the old size adopts it. */
+static void test_map_growth(void **state)
+{
+	enum { BATCHES = 12, PER_BATCH = 100 };
+	const size_t small = 64 << 10;
+	char dir[4200];
+	newdir(dir, sizeof(dir));
+	struct store *w;
+	assert_int_equal(store_open_size(dir, false, small, &w), 0);
+	store_close(w);
+
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		if (store_open_size(dir, false, small, &w) != 0)
+			_exit(4);
+		static struct store_domain batch[PER_BATCH];
+		for (unsigned b = 0; b < BATCHES; b++) {
+			for (unsigned i = 0; i < PER_BATCH; i++) {
+				batch[i] = domain("", true, CONF_POLICY_FORWARD);
+				/* Long names, so the data outgrow the small map quickly. */
+				snprintf(batch[i].name, sizeof(batch[i].name),
+				         "%060u.%060u.%060u.example.", b, i, b);
+				for (unsigned t = 0; t < STORE_MAX_FORWARD; t++)
+					batch[i].forward[batch[i].nforward++] = target("2001:db8::1", (uint16_t)(t + 1));
+			}
+			if (store_put_many(w, batch, PER_BATCH, NULL) != 0)
+				_exit(5);
+		}
+		store_close(w);
+		_exit(0);
+	}
+	close(go[0]);
+	struct store *r;
+	assert_int_equal(store_open_size(dir, true, small, &r), 0);
+	assert_int_equal(version(r), 0);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("writer child failed, status %d", status);
+	assert_int_equal(version(r), BATCHES);
+	struct collect c = { .n = 0 };
+	int err = store_foreach(r, collect_fn, &c);
+	if (err != 0)
+		fail_msg("foreach after growth: %s", store_strerror(err));
+	assert_int_equal(c.n, BATCHES * PER_BATCH);
+	store_close(r);
+	/* The data really outgrew the first map (so growth and adoption were exercised). */
+	char file[4300];
+	struct stat st;
+	snprintf(file, sizeof(file), "%s/data.mdb", dir);
+	assert_int_equal(stat(file, &st), 0);
+	if ((size_t)st.st_size <= 4 * small)
+		fail_msg("data.mdb is only %lld bytes", (long long)st.st_size);
+	close(go[1]);
+}
+
+struct reader_arg {
+	struct store *s;
+	int errors;
+	uint64_t last;
+};
+
+static int count_fn(const struct store_domain *d, void *arg)
+{
+	return 0;
+}
+
+static void *reader_thread(void *p)
+{
+	struct reader_arg *a = p;
+	for (int i = 0; i < 200; i++) {
+		uint64_t v;
+		if (store_version(a->s, &v) != 0 || v < a->last)
+			a->errors++;
+		a->last = v;
+		if (store_foreach(a->s, count_fn, NULL) != 0)
+			a->errors++;
+	}
+	return NULL;
+}
+
+/* One handle read from several threads while another thread writes (MDB_NOTLS). */
+static void test_threads(void **state)
+{
+	enum { THREADS = 4 };
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	pthread_t th[THREADS];
+	struct reader_arg args[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		args[i] = (struct reader_arg){ .s = s };
+		assert_int_equal(pthread_create(&th[i], NULL, reader_thread, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < 20; i++) {
+		struct store_domain d = domain("", false, CONF_POLICY_ITERATE);
+		snprintf(d.name, sizeof(d.name), "t%u.example.", i);
+		assert_int_equal(store_put(s, &d), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		if (args[i].errors != 0)
+			fail_msg("reader thread %d saw %d errors", i, args[i].errors);
+	}
+	assert_int_equal(version(s), 20);
+	store_close(s);
+}
+
+static void test_strerror(void **state)
+{
+	static const int codes[] = { STORE_E_LMDB, STORE_E_CORRUPT, STORE_E_VERSION, -ENOENT,
+	                             -ENOSPC, -EROFS, -EINVAL };
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		const char *t = store_strerror(codes[i]);
+		assert_non_null(t);
+		assert_string_not_equal(t, "unknown error");
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(t, store_strerror(codes[j])) == 0)
+				fail_msg("codes %d and %d share the text '%s'", codes[i], codes[j], t);
+	}
+	assert_string_equal(store_strerror(12345), "unknown error");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_missing),
+		cmocka_unit_test(test_open_creates),
+		cmocka_unit_test(test_put_get),
+		cmocka_unit_test(test_put_invalid),
+		cmocka_unit_test(test_replace),
+		cmocka_unit_test(test_del),
+		cmocka_unit_test(test_foreach),
+		cmocka_unit_test(test_put_many),
+		cmocka_unit_test(test_record_decode),
+		cmocka_unit_test(test_corrupt_and_format),
+		cmocka_unit_test(test_reader_sees_other_process),
+		cmocka_unit_test(test_kill9_durability),
+		cmocka_unit_test(test_map_growth),
+		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_strerror),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,660 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Integration-test harness (sourced): a private DNS hierarchy, an ECS GSLB, unbound and partdns on loopback.
+#
+# Usage in a test script:
+#   . "$(dirname "$0")/lib.sh"
+#   harness_init edns_iterate          # skips (exit 77) unless root and knotd/unbound exist
+#   harness_start_all                  # root + TLD + customer + GSLB knotd processes
+#   pd_write_conf "$IT_TMP/partdns.yaml"
+#   pdctl domain add video.customer.example
+#   partdns_start "$IT_TMP/partdns.yaml"
+#   assert_eq "nanjing gets its node" "203.0.113.1" "$(dig_a 127.0.1.10 video.customer.example)"
+#   it_done                            # prints "N passed, N failed", exits 0/1
+#
+# Topology (all on loopback, port 53 unless said otherwise; NET is 127.10.0 by
+# default, see harness_pick_net):
+#   NET.1  knotd  "."                  delegates example. and test. to NET.2
+#   NET.2  knotd  example. test.       delegates customer.example. (NET.3),
+#                                      cdn.test. (NET.4), dead.example. (NET.99, silent)
+#   NET.3  knotd  customer.example.
+#   NET.4  knotd  cdn.test. with mod-geoip (subnet mode, ECS on): the GSLB
+#   NET.5  unbound, subnetcache, sends ECS to NET.4: reference ECS recursor
+#   NET.53@5301   partdns under test
+#
+# What the servers saw -- how and why:
+#   * Counting: every knotd loads mod-stats, and knot_query_count NAME reads
+#     `knotc stats` (server-operation[query]); live and exact.
+#   * Names and ECS subnets: knotd has no query log, so every knotd loads
+#     mod-dnstap with a file sink.  Only responses are logged: `kdig -G` prints
+#     only responses, and with edns-client-subnet on (all our servers, not only
+#     the GSLB) every response to a query that carried ECS echoes that ECS --
+#     address and source prefix -- while a query without ECS gets a response
+#     without it; so the response log says exactly which subnet each query
+#     carried.  libfstrm buffers the dnstap file until knotd exits, so
+#     knot_flush NAME stops the server, decodes its file with `kdig -G` into a
+#     cumulative text log and starts it again (about 0.1 s; the servers are
+#     stateless, and mod-stats counts are carried over); knot_queries NAME
+#     prints that log as "QNAME QTYPE ECS" lines.  dnstap.so is Debian's
+#     knot-module-dnstap; without it the logs stay empty and IT_HAVE_DNSTAP=0,
+#     so a test can say which checks it could not make.
+#   tcpdump/tshark are not used: not installed on CI, and the log above says
+#   what each server parsed, not just what crossed the wire.
+#
+# Everything lives in IT_TMP=${TMPDIR:-/tmp}/partdns-it.XXXXXX, removed on
+# exit unless PARTDNS_KEEP=1.  Every daemon is a background job of the test
+# and is stopped by the EXIT trap.
+
+set -u -o pipefail
+
+IT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PARTDNS_SRC=${PARTDNS_SRC:-$(cd "$IT_LIB_DIR/../.." && pwd)}
+PARTDNS_BIN=${PARTDNS_BIN:-$PARTDNS_SRC/build/resolver/partdns}
+PARTDNSCTL_BIN=${PARTDNSCTL_BIN:-$PARTDNS_SRC/build/tools/ctl/partdnsctl}
+KNOT_MODULE_DIR=${KNOT_MODULE_DIR:-}
+
+IT_NAME=""
+IT_TMP=""
+NET=""
+IT_PASS=0
+IT_FAIL=0
+IT_HAVE_DNSTAP=0
+declare -A IT_PIDS=()      # name -> pid of every daemon we started
+declare -A IT_CONF=()      # knot server name -> config file
+declare -A IT_ADDR=()      # knot server name -> its address
+declare -A IT_ZONES=()     # knot server name -> its zones
+declare -A IT_STATS_BASE=()  # knot server name -> query count of its earlier incarnations
+PD_PID=""
+PD_CONF=""
+PD_ADDR=""
+PD_PORT=5301
+PD_EXIT_STATUS=""
+PD_DIG_TIME=${PD_DIG_TIME:-5}
+
+# ---------------------------------------------------------------- reporting
+
+# log MSG...: a harness message on stderr (ctest shows it on failure).
+log() { printf '# %s\n' "$*" >&2; }
+
+# ok DESC: count and print a passed check.
+ok() { IT_PASS=$((IT_PASS + 1)); printf 'ok   - %s\n' "$1"; }
+
+# fail DESC [DETAIL...]: count and print a failed check; the test goes on.
+fail() {
+  IT_FAIL=$((IT_FAIL + 1))
+  printf 'FAIL - %s\n' "$1"
+  shift
+  local line
+  for line in "$@"; do printf '       %s\n' "$line"; done
+}
+
+# die MSG: a failure that makes the rest of the test meaningless.
+die() {
+  fail "$1" "${@:2}"
+  it_dump_logs
+  it_done
+}
+
+# skip MSG: the environment cannot run this test (exit 77 = ctest SKIP).
+skip() { printf 'SKIP: %s\n' "$*"; exit 77; }
+
+# assert_eq DESC EXPECTED ACTUAL
+assert_eq() {
+  if [ "$2" == "$3" ]; then ok "$1"; else
+    fail "$1" "expected: $(printf '%s' "$2" | tr '\n' ' ')" "seen:     $(printf '%s' "$3" | tr '\n' ' ')"
+  fi
+}
+
+# assert_ne DESC UNEXPECTED ACTUAL
+assert_ne() {
+  if [ "$2" != "$3" ]; then ok "$1"; else
+    fail "$1" "expected anything but: $(printf '%s' "$2" | tr '\n' ' ')" "seen:     $(printf '%s' "$3" | tr '\n' ' ')"
+  fi
+}
+
+# assert_contains DESC NEEDLE HAYSTACK (fixed string)
+assert_contains() {
+  if printf '%s' "$3" | grep -qF -- "$2"; then ok "$1"; else
+    fail "$1" "expected to contain: $2" "seen:" "$(printf '%s' "$3" | sed 's/^/         /')"
+  fi
+}
+
+# assert_not_contains DESC NEEDLE HAYSTACK (fixed string)
+assert_not_contains() {
+  if ! printf '%s' "$3" | grep -qF -- "$2"; then ok "$1"; else
+    fail "$1" "expected not to contain: $2" "seen:" "$(printf '%s' "$3" | grep -F -- "$2" | sed 's/^/         /')"
+  fi
+}
+
+# assert_le DESC MAX ACTUAL (integers)
+assert_le() {
+  if [[ "$3" =~ ^-?[0-9]+$ ]] && [ "$3" -le "$2" ]; then ok "$1"; else
+    fail "$1" "expected: <= $2" "seen:     $3"
+  fi
+}
+
+# assert_lt DESC BOUND ACTUAL (integers): ACTUAL < BOUND
+assert_lt() {
+  if [[ "$3" =~ ^-?[0-9]+$ ]] && [[ "$2" =~ ^-?[0-9]+$ ]] && [ "$3" -lt "$2" ]; then ok "$1"; else
+    fail "$1" "expected: < $2" "seen:     $3"
+  fi
+}
+
+# it_done: summary line, exit 0 if every check passed.  A test that made no
+# check at all fails: it proved nothing.
+it_done() {
+  trap - ERR
+  printf '%s: %d passed, %d failed\n' "${IT_NAME:-it}" "$IT_PASS" "$IT_FAIL"
+  if [ "$IT_FAIL" -ne 0 ] || [ "$IT_PASS" -eq 0 ]; then
+    [ "$IT_FAIL" -ne 0 ] || echo "no check was made"
+    if [ "${PARTDNS_KEEP:-0}" = 1 ]; then echo "logs kept in $IT_TMP"; else echo "(PARTDNS_KEEP=1 keeps the logs and configs)"; fi
+    exit 1
+  fi
+  exit 0
+}
+
+# it_dump_logs: the tail of every daemon log, for a failure report.
+it_dump_logs() {
+  [ -n "$IT_TMP" ] && [ -d "$IT_TMP" ] || return 0
+  local f
+  for f in "$IT_TMP"/*.log "$IT_TMP"/*/*.log; do
+    [ -s "$f" ] || continue
+    printf '# ---- %s (last 30 lines)\n' "${f#"$IT_TMP"/}"
+    tail -n 30 "$f" | sed 's/^/#   /'
+  done
+}
+
+# ---------------------------------------------------------------- set-up
+
+# harness_init NAME: check the environment, make IT_TMP, pick NET, set the trap.
+harness_init() {
+  IT_NAME=$1
+  [ "$(id -u)" -eq 0 ] || skip "needs root: binds port 53 on 127.10.x addresses"
+  local b
+  for b in knotd knotc unbound; do
+    command -v "$b" >/dev/null 2>&1 || skip "$b not installed (tools/deps.sh installs it)"
+  done
+  for b in dig kdig ss flock; do
+    command -v "$b" >/dev/null 2>&1 || { echo "FAIL - $b not installed (tools/deps.sh installs it)"; exit 1; }
+  done
+  IT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/partdns-it.XXXXXX") || { echo "FAIL - mktemp"; exit 1; }
+  trap harness_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  harness_pick_net
+  log "$IT_NAME: tmp $IT_TMP, hierarchy on $NET.0/24"
+  PD_ADDR=$NET.53
+  if [ -z "$KNOT_MODULE_DIR" ]; then
+    KNOT_MODULE_DIR=$(ls -d /usr/lib/*/knot/modules-* 2>/dev/null | head -n 1)
+  fi
+  if [ -n "$KNOT_MODULE_DIR" ] && [ -e "$KNOT_MODULE_DIR/dnstap.so" ]; then
+    IT_HAVE_DNSTAP=1
+  else
+    log "knot-module-dnstap not installed: GSLB query log checks are skipped"
+  fi
+}
+
+# harness_pick_net: NET = the first 127.10.N (N = 0..15) that no other harness
+# holds (flock on a file, held until exit) and that nothing listens on, so two
+# test runs on one machine (a developer's and CI's) do not collide.
+harness_pick_net() {
+  local n lockdir=${TMPDIR:-/tmp}
+  for n in $(seq 0 15); do
+    exec {IT_LOCK_FD}>"$lockdir/partdns-it-net-$n.lock" || continue
+    if flock -n "$IT_LOCK_FD"; then
+      if ! ss -Hlnu 2>/dev/null | awk '{print $4}' | grep -q "^127\.10\.$n\.[0-9]*:53$" &&
+         ! ss -Hlnt 2>/dev/null | awk '{print $4}' | grep -q "^127\.10\.$n\.[0-9]*:53$"; then
+        NET=127.10.$n
+        return 0
+      fi
+    fi
+    exec {IT_LOCK_FD}>&-
+  done
+  echo "FAIL - no free 127.10.N.0/24 for the hierarchy (16 busy)"
+  exit 1
+}
+
+# harness_cleanup: EXIT trap -- stop every daemon, remove IT_TMP.
+harness_cleanup() {
+  local rc=$?
+  trap - EXIT
+  local name
+  [ -z "$PD_PID" ] || it_stop_pid "$PD_PID" 5
+  for name in "${!IT_PIDS[@]}"; do
+    kill -TERM "${IT_PIDS[$name]}" 2>/dev/null
+  done
+  for name in "${!IT_PIDS[@]}"; do
+    it_wait_exit "${IT_PIDS[$name]}" 3
+  done
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then it_dump_logs; fi
+  if [ -n "$IT_TMP" ] && [ -d "$IT_TMP" ]; then
+    if [ "${PARTDNS_KEEP:-0}" = 1 ]; then
+      log "kept $IT_TMP"
+    else
+      rm -rf "$IT_TMP"
+    fi
+  fi
+  exit "$rc"
+}
+
+# it_wait_exit PID SECONDS: wait up to SECONDS for PID to exit, SIGKILL it
+# after that.  Sets IT_STOP_STATUS to the exit status as `wait` reports it
+# (137 = killed).  Must run in the shell that started PID (not in $(...)):
+# only that shell can `wait` for it.
+it_wait_exit() {
+  local pid=$1 limit=$2 i
+  for ((i = 0; i < limit * 20; i++)); do
+    # a zombie child still answers kill -0; `wait` below reaps it
+    { kill -0 "$pid" && [ "$(ps -o stat= -p "$pid" | cut -c1)" != Z ]; } 2>/dev/null || break
+    sleep 0.05
+  done
+  if [ "$i" -ge $((limit * 20)) ]; then kill -KILL "$pid" 2>/dev/null; fi
+  wait "$pid" 2>/dev/null
+  IT_STOP_STATUS=$?
+}
+
+# it_stop_pid PID SECONDS: SIGTERM (once: a second SIGTERM makes knotd skip
+# its clean-up), then it_wait_exit.
+it_stop_pid() {
+  kill -TERM "$1" 2>/dev/null
+  it_wait_exit "$1" "$2"
+}
+
+# it_wait_dns SECONDS DIG-ARGS...: poll until dig gets any answer.
+it_wait_dns() {
+  local limit=$1 i
+  shift
+  for ((i = 0; i < limit * 20; i++)); do
+    dig +time=1 +tries=1 "$@" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# it_subst IN OUT: copy a template, replacing @NET@ and @TMP@.
+it_subst() { sed -e "s|@NET@|$NET|g" -e "s|@TMP@|$IT_TMP|g" "$1" > "$2"; }
+
+# knot_write_conf NAME ADDR ZONE...: a knotd config for one server.  Every
+# server has ECS on (so its response log shows each query's ECS), mod-stats and
+# mod-dnstap; the GSLB (NAME=gslb) also mod-geoip on its zone.
+knot_write_conf() {
+  local name=$1 addr=$2
+  shift 2
+  local dir=$IT_TMP/knot-$name z
+  mkdir -p "$dir/db"
+  for z in "$@"; do
+    local file=${z%.}; [ "$z" = . ] && file=root
+    it_subst "$IT_LIB_DIR/zones/$file.zone.in" "$dir/$file.zone"
+  done
+  {
+    cat <<EOF2
+server:
+  rundir: $dir
+  listen: $addr@53
+  udp-workers: 1
+  tcp-workers: 1
+  background-workers: 1
+  identity: ""
+  version: ""
+  nsid: ""
+  edns-client-subnet: on
+database:
+  storage: $dir/db
+control:
+  listen: $dir/knot.sock
+log:
+  - target: $dir/knotd.log
+    any: info
+EOF2
+    if [ "$name" = gslb ]; then
+      cp "$IT_LIB_DIR/zones/gslb.geo" "$dir/gslb.geo"
+      cat <<EOF2
+mod-geoip:
+  - id: gslb
+    config-file: $dir/gslb.geo
+    mode: subnet
+    ttl: 60
+EOF2
+    fi
+    if [ "$IT_HAVE_DNSTAP" = 1 ]; then
+      cat <<EOF2
+mod-dnstap:
+  - id: tap
+    sink: $dir/queries.tap
+    identity: ""
+    version: ""
+    log-queries: off
+    log-responses: on
+EOF2
+    fi
+    cat <<EOF2
+template:
+  - id: default
+    storage: $dir
+    file: "%s.zone"
+    zonefile-sync: -1
+    zonefile-load: whole
+    journal-content: none
+EOF2
+    if [ "$IT_HAVE_DNSTAP" = 1 ]; then
+      echo "    global-module: [ mod-stats, mod-dnstap/tap ]"
+    else
+      echo "    global-module: [ mod-stats ]"
+    fi
+    echo "zone:"
+    for z in "$@"; do
+      echo "  - domain: \"$z\""
+      [ "$name" != gslb ] || echo "    module: mod-geoip/gslb"
+      [ "$z" != . ] || echo "    file: root.zone"
+    done
+  } > "$dir/knot.conf"
+  IT_CONF[$name]=$dir/knot.conf
+  IT_ADDR[$name]=$addr
+  IT_ZONES[$name]="$*"
+  IT_STATS_BASE[$name]=0
+}
+
+# knot_launch NAME: start knotd for a written config (no wait).
+knot_launch() {
+  local name=$1
+  knotd -c "${IT_CONF[$name]}" >> "$IT_TMP/knot-$name/stdout.log" 2>&1 &
+  IT_PIDS[$name]=$!
+}
+
+# knot_wait NAME: wait until the server answers authoritatively for each of
+# its zones (knotd answers REFUSED while a zone is still loading).  The probe
+# name "harness-probe.ZONE" is left out of knot_queries.
+knot_wait() {
+  local name=$1 z i out
+  for z in ${IT_ZONES[$name]}; do
+    local probe=harness-probe.${z#.}
+    for ((i = 0; i < 100; i++)); do
+      out=$(dig +time=1 +tries=1 +norecurse @"${IT_ADDR[$name]}" "$probe" TXT 2>/dev/null)
+      printf '%s' "$out" | grep -q 'status: NXDOMAIN' && break
+      sleep 0.05
+    done
+    [ "$i" -lt 100 ] ||
+      die "knotd $name on ${IT_ADDR[$name]} did not serve $z within 5 s" \
+        "$(tail -n 5 "$IT_TMP/knot-$name/knotd.log" "$IT_TMP/knot-$name/stdout.log" 2>/dev/null)"
+  done
+}
+
+# harness_write_hints: root hints pointing at our root server.
+harness_write_hints() {
+  cat > "$IT_TMP/root.hints" <<EOF2
+.                        3600000  NS  ns.root.
+ns.root.                 3600000  A   $NET.1
+EOF2
+}
+
+# knot_start NAME...: launch the named (written) servers in parallel, then wait.
+knot_start() {
+  local n
+  for n in "$@"; do knot_launch "$n"; done
+  for n in "$@"; do knot_wait "$n"; done
+}
+
+# harness_start_hierarchy: root, TLD and customer servers.
+harness_start_hierarchy() {
+  harness_write_hints
+  knot_write_conf root "$NET.1" .
+  knot_write_conf tld "$NET.2" example. test.
+  knot_write_conf customer "$NET.3" customer.example.
+  knot_start root tld customer
+}
+
+# harness_start_gslb: the ECS-aware GSLB for cdn.test.
+harness_start_gslb() {
+  knot_write_conf gslb "$NET.4" cdn.test.
+  knot_start gslb
+}
+
+# harness_start_all: hierarchy and GSLB, all in parallel (about 0.2 s).
+harness_start_all() {
+  harness_write_hints
+  knot_write_conf root "$NET.1" .
+  knot_write_conf tld "$NET.2" example. test.
+  knot_write_conf customer "$NET.3" customer.example.
+  knot_write_conf gslb "$NET.4" cdn.test.
+  knot_start root tld customer gslb
+}
+
+# harness_start_unbound: the reference ECS recursor on NET.5@53.
+harness_start_unbound() {
+  local dir=$IT_TMP/unbound
+  mkdir -p "$dir"
+  [ -e "$IT_TMP/root.hints" ] || harness_write_hints
+  cat > "$dir/unbound.conf" <<EOF2
+server:
+  do-daemonize: no
+  chroot: ""
+  username: ""
+  directory: "$dir"
+  pidfile: "$dir/unbound.pid"
+  logfile: "$dir/unbound.log"
+  use-syslog: no
+  verbosity: 1
+  interface: $NET.5@53
+  port: 53
+  num-threads: 1
+  do-ip6: no
+  do-not-query-localhost: no
+  local-zone: "test." transparent
+  root-hints: "$IT_TMP/root.hints"
+  access-control: 127.0.0.0/8 allow
+  module-config: "subnetcache iterator"
+  send-client-subnet: $NET.4
+  client-subnet-always-forward: yes
+  max-client-subnet-ipv4: 32
+  qname-minimisation: no
+remote-control:
+  control-enable: yes
+  control-use-cert: no
+  control-interface: "$dir/unbound.ctl"
+EOF2
+  unbound -d -c "$dir/unbound.conf" > "$dir/stdout.log" 2>&1 &
+  IT_PIDS[unbound]=$!
+  # localhost. is a built-in local zone: answers without recursing
+  it_wait_dns 5 @"$NET.5" localhost. A ||
+    die "unbound on $NET.5 did not answer within 5 s" "$(tail -n 5 "$dir/unbound.log" "$dir/stdout.log" 2>/dev/null)"
+}
+
+# ---------------------------------------------------------------- what the servers saw
+
+# knot_raw_count NAME: mod-stats query count of the running incarnation.
+knot_raw_count() {
+  local n
+  n=$(knotc -s "$IT_TMP/knot-$1/knot.sock" stats mod-stats.server-operation 2>/dev/null |
+      awk -F' = ' '/server-operation\[query\]/ {print $2}')
+  echo "${n:-0}"
+}
+
+# knot_query_count NAME: queries the server has answered since it first
+# started, its harness probes included (compare two readings).
+knot_query_count() { echo $((IT_STATS_BASE[$1] + $(knot_raw_count "$1"))); }
+
+# knot_flush NAME...: make the servers' query logs complete (stops and
+# restarts them: see the top of this file).  Call it in the test's own shell,
+# never inside $(...), and only when no query is in flight.
+knot_flush() {
+  [ "$IT_HAVE_DNSTAP" = 1 ] || return 0
+  local n dir
+  declare -A total=()
+  for n in "$@"; do
+    total[$n]=$(knot_query_count "$n")
+    kill -TERM "${IT_PIDS[$n]}" 2>/dev/null
+  done
+  for n in "$@"; do
+    it_wait_exit "${IT_PIDS[$n]}" 3
+    unset "IT_PIDS[$n]"
+    dir=$IT_TMP/knot-$n
+    touch "$dir/queries.txt"
+    if [ -s "$dir/queries.tap" ]; then
+      kdig -G "$dir/queries.tap" 2>/dev/null | awk '
+        function emit() { if (q != "") print q, t, e; q = ""; t = ""; e = "-" }
+        /^;; ->>HEADER<<-/      { emit(); inq = 0 }
+        /^;; CLIENT-SUBNET:/    { split($3, p, "/"); e = p[1] "/" p[2] }
+        /^;; QUESTION SECTION:/ { inq = 1; next }
+        inq && /^;; [^ ]/       { q = $2; t = $4; inq = 0 }
+        END { emit() }' >> "$dir/queries.txt"
+      rm -f "$dir/queries.tap"
+    fi
+  done
+  knot_start "$@"
+  # the new incarnation's readiness probes are not queries of the test's
+  for n in "$@"; do
+    IT_STATS_BASE[$n]=$((total[$n] - $(knot_raw_count "$n")))
+  done
+}
+
+# knot_queries NAME: the server's query log up to its last knot_flush, one
+# line per query: QNAME QTYPE ECS, ECS being ADDR/SOURCE-PREFIX or "-".
+knot_queries() {
+  [ -e "$IT_TMP/knot-$1/queries.txt" ] || return 0
+  grep -v '^harness-probe\.' "$IT_TMP/knot-$1/queries.txt" || true
+}
+
+# knot_mark NAME: the number of lines of knot_queries now; with knot_since
+# a test looks only at what came later.
+knot_mark() { knot_queries "$1" | wc -l; }
+
+# knot_since NAME MARK: the lines of knot_queries after MARK.
+knot_since() { knot_queries "$1" | tail -n +$(($2 + 1)); }
+
+# The GSLB's shorthands.
+gslb_query_count() { knot_query_count gslb; }
+gslb_flush() { knot_flush gslb; }
+gslb_queries() { knot_queries gslb; }
+
+# ---------------------------------------------------------------- partdns
+
+# pd_write_conf FILE: a partdns config for this harness.  Overrides (env):
+#   PD_ALLOW        YAML flow list for server.allow   [ 127.0.0.0/8, "::1/128" ]
+#   PD_UNMATCHED    partitions.unmatched              common
+#   PD_POLICY       edns.policy                       iterate
+#   PD_FORWARD      YAML flow list for edns.forward   (unset: key omitted)
+#   PD_TRUSTED_ECS  YAML flow list for edns.trusted_ecs  []
+#   PD_THREADS      server.threads                    2
+pd_write_conf() {
+  local f=$1
+  mkdir -p "$IT_TMP/store"
+  {
+    cat <<EOF
+# partdns config written by tests/integration/lib.sh for $IT_NAME
+server:
+  listen: [ "$PD_ADDR@$PD_PORT" ]
+  threads: ${PD_THREADS:-2}
+  allow: ${PD_ALLOW:-[ 127.0.0.0/8, "::1/128" ]}
+  control: $IT_TMP/control.sock
+  store: $IT_TMP/store
+resolver:
+  root_hints: $IT_TMP/root.hints
+  # test. is an RFC 6761 name libunbound serves locally by default; our
+  # private hierarchy uses it, so let it through.
+  options: { "do-not-query-localhost": "no", "do-ip6": "no", "local-zone": "test. transparent" }
+edns:
+  policy: ${PD_POLICY:-iterate}
+  timeout_ms: 1500
+  trusted_ecs: ${PD_TRUSTED_ECS:-[]}
+EOF
+    [ -z "${PD_FORWARD:-}" ] || echo "  forward: $PD_FORWARD"
+    cat <<EOF
+partitions:
+  unmatched: ${PD_UNMATCHED:-common}
+  list:
+    - { name: nanjing, label: Nanjing, mapped: 198.51.100.1, prefixes: [ 127.0.1.0/24, 10.1.0.0/16, 100.64.1.0/24 ] }
+    - { name: suzhou,  label: Suzhou,  mapped: 198.51.100.2, prefixes: [ 127.0.2.0/24, 10.2.0.0/16, 100.64.2.0/24 ] }
+    - { name: wuxi,    label: Wuxi,    mapped: 198.51.100.3, prefixes: [ 127.0.3.0/24, 10.3.0.0/16, "::1/128" ] }
+EOF
+  } > "$f"
+  PD_CONF=$f
+}
+
+# pd_require_bins: partdns and partdnsctl must have been built.
+pd_require_bins() {
+  [ -x "$PARTDNS_BIN" ] || die "partdns binary not found: $PARTDNS_BIN (build it, or set PARTDNS_BIN)"
+  [ -x "$PARTDNSCTL_BIN" ] || die "partdnsctl binary not found: $PARTDNSCTL_BIN (build it, or set PARTDNSCTL_BIN)"
+}
+
+# pdctl ARGS...: partdnsctl on the current config; output on stdout, dies on error.
+pdctl() {
+  local out
+  if ! out=$("$PARTDNSCTL_BIN" -c "$PD_CONF" "$@" 2>&1); then
+    die "partdnsctl $* failed" "$out"
+  fi
+  [ -z "$out" ] || printf '%s\n' "$out"
+}
+
+# partdns_start CONF: start the daemon, wait until it answers (<= 20 s: an
+# ASan build starts slowly).  Dies with its log if it exits or never answers.
+partdns_start() {
+  pd_require_bins
+  PD_CONF=$1
+  "$PARTDNS_BIN" -c "$PD_CONF" >> "$IT_TMP/partdns.log" 2>&1 &
+  PD_PID=$!
+  local i
+  for ((i = 0; i < 400; i++)); do
+    if ! kill -0 "$PD_PID" 2>/dev/null; then
+      wait "$PD_PID"; local st=$?
+      PD_PID=""
+      die "partdns exited during start-up (status $st)" "$(tail -n 20 "$IT_TMP/partdns.log")"
+    fi
+    # any answer (even REFUSED) means the listener is up
+    dig +time=1 +tries=1 -b 127.0.0.1 @"$PD_ADDR" -p "$PD_PORT" localhost. A >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  die "partdns did not answer on $PD_ADDR@$PD_PORT within 20 s" "$(tail -n 20 "$IT_TMP/partdns.log")"
+}
+
+# partdns_stop [SECONDS]: SIGTERM, wait (default 5 s), SIGKILL if needed.
+# Sets PD_EXIT_STATUS (137 = had to be killed) and PD_STOP_MS.
+partdns_stop() {
+  local limit=${1:-5} t0 t1
+  [ -n "$PD_PID" ] || return 0
+  t0=$(date +%s%N)
+  it_stop_pid "$PD_PID" "$limit"
+  PD_EXIT_STATUS=$IT_STOP_STATUS
+  t1=$(date +%s%N)
+  PD_STOP_MS=$(((t1 - t0) / 1000000))
+  PD_PID=""
+}
+
+# partdns_alive: 0 if the daemon process is still running (not a zombie).
+partdns_alive() {
+  [ -n "$PD_PID" ] && kill -0 "$PD_PID" 2>/dev/null &&
+    [ "$(ps -o stat= -p "$PD_PID" 2>/dev/null | cut -c1)" != Z ]
+}
+
+# pd_dig CLIENT ARGS...: dig at partdns from source address CLIENT.
+pd_dig() {
+  local client=$1
+  shift
+  dig +time="$PD_DIG_TIME" +tries=1 -b "$client" @"$PD_ADDR" -p "$PD_PORT" "$@" 2>&1
+}
+
+# dig_a CLIENT NAME [DIG-ARGS...]: the A records of the answer, sorted, one a
+# line; "NO-RESPONSE" when dig got nothing.
+dig_a() {
+  local client=$1 name=$2 out
+  shift 2
+  if ! out=$(pd_dig "$client" "$name" A +noall +answer "$@"); then
+    echo "NO-RESPONSE"
+    return 0
+  fi
+  printf '%s\n' "$out" | awk '$4 == "A" {print $5}' | sort
+}
+
+# dig_rcode CLIENT NAME [TYPE [DIG-ARGS...]]: the response's status.
+dig_rcode() {
+  local client=$1 name=$2 type=${3:-A} out
+  shift 2; [ $# -eq 0 ] || shift
+  if ! out=$(pd_dig "$client" "$name" "$type" "$@"); then
+    echo "NO-RESPONSE"
+    return 0
+  fi
+  printf '%s\n' "$out" | sed -n 's/.*status: \([A-Z]*\),.*/\1/p' | head -n 1
+}
+
+# dig_ttl CLIENT NAME TYPE: TTL of the last TYPE record in the answer.
+dig_ttl() {
+  pd_dig "$1" "$2" "$3" +noall +answer | awk -v t="$3" '$4 == t {ttl = $2} END {print ttl}'
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libFuzzer target `wire`: client-query parsing, reply writing, response preparation and checks. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resolver/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Abort on a broken invariant so the fuzzer reports it as a crash. */
+#define CHECK(cond)                  \
+	do {                             \
+		if (!(cond))                 \
+			abort();                 \
+	} while (0)
+
+static uint8_t big[WIRE_MAX_MSG + 64];
+static uint8_t small[512];
+
+static void check_written(int n, size_t cap)
+{
+	CHECK(n < 0 || (size_t)n <= cap);
+	CHECK(n < 0 || n >= WIRE_HEADER_SIZE);
+}
+
+/* The input as a client query: parse, then every reply we could send to it. */
+static void as_query(const uint8_t *data, size_t size)
+{
+	struct wire_query q;
+	int rc = wire_parse_query(data, size, &q);
+	if (rc == WIRE_E_DROP)
+		return;
+	CHECK(rc == 0 || rc == WIRE_E_FORMERR || rc == WIRE_E_NOTIMP || rc == WIRE_E_BADVERS);
+	if (q.question_ok) {
+		CHECK(q.qname_len >= 1 && q.qname_len <= WIRE_MAX_NAME);
+		CHECK(wire_name_check(q.qname, q.qname_len) == 0);
+		char text[4 * WIRE_MAX_NAME + 2];
+		CHECK(wire_name_to_text(q.qname, q.qname_len, text, sizeof(text)) > 0);
+		uint8_t back[WIRE_MAX_NAME];
+		int n = wire_name_from_text(text, back, sizeof(back));
+		CHECK(n == (int)q.qname_len && memcmp(back, q.qname, q.qname_len) == 0);
+	}
+	int err = rc == WIRE_E_BADVERS ? WIRE_RCODE_BADVERS : WIRE_RCODE_FORMERR;
+	check_written(wire_write_error(&q, err, q.has_ecs ? &q.ecs : NULL, big, sizeof(big)), sizeof(big));
+	check_written(wire_write_error(&q, err, NULL, small, 12), 12);
+	if (rc != 0)
+		return;
+	size_t limit = wire_udp_limit(&q, 4096);
+	CHECK(limit >= 512 && limit <= 4096);
+
+	/* The same question upstream, with the client's ECS: it must parse back identically. */
+	uint8_t up[WIRE_MAX_NAME + 64];
+	int un = wire_query_build(q.id, true, q.edns_do, q.qname, q.qname_len, q.qtype, q.qclass,
+				  q.has_ecs ? &q.ecs : NULL, up, sizeof(up));
+	CHECK(un > 0);
+	struct wire_query uq;
+	CHECK(wire_parse_query(up, (size_t)un, &uq) == 0);
+	CHECK(uq.qname_len == q.qname_len && memcmp(uq.qname, q.qname, q.qname_len) == 0);
+	CHECK(uq.has_ecs == q.has_ecs && (!q.has_ecs || ecs_match(&q.ecs, &uq.ecs)));
+
+	/* A positive answer for the query's own question, then the reply from it. */
+	uint8_t resp[WIRE_MAX_NAME + 64];
+	size_t n = 0;
+	memcpy(resp, data, 4);
+	resp[2] |= 0x80;
+	memcpy(resp + 4, "\0\1\0\1\0\0\0\0", 8);
+	n = WIRE_HEADER_SIZE;
+	memcpy(resp + n, q.qname, q.qname_len);
+	n += q.qname_len;
+	resp[n++] = (uint8_t)(q.qtype >> 8);
+	resp[n++] = (uint8_t)q.qtype;
+	resp[n++] = (uint8_t)(q.qclass >> 8);
+	resp[n++] = (uint8_t)q.qclass;
+	memcpy(resp + n, "\xc0\x0c\0\1\0\1\0\0\0\x3c\0\4\xc6\x33\x64\1", 16);
+	n += 16;
+	uint8_t *blob;
+	size_t blob_len;
+	uint32_t ttl;
+	CHECK(wire_answer_prepare(resp, n, NULL, &blob, &blob_len, &ttl) == 0);
+	int w = wire_answer_write(&q, data, blob, blob_len, 10, q.has_ecs ? &q.ecs : NULL, big, sizeof(big));
+	CHECK(w > 0);
+	struct wire_query back;
+	/* Our reply is a response: parsing it as a query must drop it... */
+	CHECK(wire_parse_query(big, (size_t)w, &back) == WIRE_E_DROP);
+	/* ...and it answers the upstream query we built (ECS echoed unchanged). */
+	struct wire_resp_info info;
+	CHECK(wire_response_check(big, (size_t)w, q.id, q.qname, q.qname_len, q.qtype, q.qclass,
+				  q.has_ecs ? &q.ecs : NULL, &info) == 0);
+	CHECK(info.has_ecs == q.has_ecs);
+	free(blob);
+}
+
+/* The input as an upstream response to whatever question it carries. */
+static void as_response(const uint8_t *data, size_t size)
+{
+	uint8_t *blob;
+	size_t blob_len;
+	uint32_t ttl;
+	struct wire_limits lim = {.min_ttl = 5, .max_ttl = 3600, .max_negative_ttl = 900};
+	int rc = wire_answer_prepare(data, size, &lim, &blob, &blob_len, &ttl);
+	CHECK(rc == 0 || rc == WIRE_E_FORMERR);
+	if (rc != 0)
+		return;
+	CHECK(ttl <= 3600);
+	struct wire_blob_info info;
+	CHECK(wire_blob_info(blob, blob_len, &info) == 0);
+	CHECK(wire_blob_rcode(blob, blob_len) == info.rcode);
+
+	/* Re-parse the stored message (after the blob header) to get its question. */
+	const uint8_t *msg = blob + blob_len - info.msg_len;
+	uint8_t qbuf[WIRE_MAX_NAME + 64];
+	size_t qlen = 0;
+	while (qlen < WIRE_MAX_NAME && msg[WIRE_HEADER_SIZE + qlen] != 0)
+		qlen += 1u + msg[WIRE_HEADER_SIZE + qlen];
+	qlen += 1;
+	CHECK(WIRE_HEADER_SIZE + qlen + 4 <= info.msg_len);
+	memcpy(qbuf, msg, WIRE_HEADER_SIZE + qlen + 4);
+	wire_name_lower(qbuf + WIRE_HEADER_SIZE, qlen, qbuf + WIRE_HEADER_SIZE); /* 0x20 case differs */
+	qbuf[2] = 0x01; /* RD */
+	qbuf[3] = 0x20; /* AD */
+	memcpy(qbuf + 4, "\0\1\0\0\0\0\0\0", 8);
+	struct wire_query q;
+	CHECK(wire_parse_query(qbuf, WIRE_HEADER_SIZE + qlen + 4, &q) == 0);
+	int w = wire_answer_write(&q, qbuf, blob, blob_len, 7, NULL, big, sizeof(big));
+	CHECK(w > 0 && (size_t)w <= sizeof(big));
+	w = wire_answer_write(&q, qbuf, blob, blob_len, UINT32_MAX, NULL, small, sizeof(small));
+	CHECK(w > 0 && (size_t)w <= sizeof(small));
+	/* Our own output must be acceptable as a response again. */
+	uint8_t *again;
+	size_t again_len;
+	uint32_t ttl2;
+	rc = wire_answer_prepare(small, (size_t)w, NULL, &again, &again_len, &ttl2);
+	CHECK(rc == 0);
+	free(again);
+	free(blob);
+
+	uint8_t target[WIRE_MAX_NAME];
+	size_t target_len = 0;
+	rc = wire_cname_target(data, size, q.qname, q.qname_len, q.qtype, target, &target_len);
+	CHECK(rc == 0 || rc == 1 || rc == WIRE_E_FORMERR);
+	if (rc == 1)
+		CHECK(wire_name_check(target, target_len) == 0);
+	struct wire_resp_info ri;
+	rc = wire_response_check(data, size, (uint16_t)(data[0] << 8 | data[1]), q.qname, q.qname_len, q.qtype,
+				 q.qclass, NULL, &ri);
+	CHECK(rc == 0 || rc == WIRE_E_MISMATCH || rc == WIRE_E_FORMERR);
+
+	uint8_t *sp;
+	size_t sp_len;
+	rc = wire_splice(data, size, data, size, &sp, &sp_len);
+	CHECK(rc == 0 || rc == WIRE_E_FORMERR);
+	if (rc == 0) {
+		rc = wire_answer_prepare(sp, sp_len, NULL, &again, &again_len, &ttl2);
+		CHECK(rc == 0 || rc == WIRE_E_FORMERR); /* FORMERR only when doubling exceeds 64 KiB */
+		if (rc == 0)
+			free(again);
+		free(sp);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	as_query(data, size);
+	as_response(data, size);
+	return 0;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The worker/pool message queue: order, wake-ups, many producers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "resolver/mq.h"
+
+struct msg {
+	struct mq_node node;
+	int producer, seq;
+};
+
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, 0) == 1;
+}
+
+static void test_order_and_wakeup(void **state)
+{
+	struct mq q;
+	assert_int_equal(mq_init(&q), 0);
+	assert_false(readable(q.efd));
+	struct msg m[3];
+	for (int i = 0; i < 3; i++) {
+		m[i].seq = i;
+		mq_push(&q, &m[i].node);
+	}
+	assert_true(readable(q.efd));
+	assert_int_equal(mq_len(&q), 3);
+	struct mq_node *n = mq_take_all(&q);
+	for (int i = 0; i < 3; i++, n = n->next)
+		assert_int_equal(((struct msg *)n)->seq, i);
+	assert_null(n);
+	assert_false(readable(q.efd));
+	assert_null(mq_take_all(&q));
+	mq_deinit(&q);
+}
+
+#define PRODUCERS 4
+#define PER_PRODUCER 20000
+
+struct prod {
+	struct mq *q;
+	int id;
+};
+
+static void *producer(void *arg)
+{
+	struct prod *p = arg;
+	for (int i = 0; i < PER_PRODUCER; i++) {
+		struct msg *m = malloc(sizeof(*m));
+		m->producer = p->id;
+		m->seq = i;
+		mq_push(p->q, &m->node);
+	}
+	return NULL;
+}
+
+static void test_many_producers(void **state)
+{
+	struct mq q;
+	assert_int_equal(mq_init(&q), 0);
+	pthread_t t[PRODUCERS];
+	struct prod p[PRODUCERS];
+	for (int i = 0; i < PRODUCERS; i++) {
+		p[i] = (struct prod){ .q = &q, .id = i };
+		pthread_create(&t[i], NULL, producer, &p[i]);
+	}
+	int next[PRODUCERS] = { 0 };
+	int total = 0;
+	while (total < PRODUCERS * PER_PRODUCER) {
+		struct pollfd pf = { .fd = q.efd, .events = POLLIN };
+		poll(&pf, 1, 100);
+		struct mq_node *n = mq_take_all(&q);
+		while (n) {
+			struct msg *m = (struct msg *)n;
+			n = n->next;
+			/* per-producer order is kept */
+			assert_int_equal(m->seq, next[m->producer]);
+			next[m->producer]++;
+			total++;
+			free(m);
+		}
+	}
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(total, PRODUCERS * PER_PRODUCER);
+	mq_deinit(&q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_order_and_wakeup),
+		cmocka_unit_test(test_many_producers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

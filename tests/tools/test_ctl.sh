@@ -1,0 +1,324 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Tests of partdnsctl: domain store round trips, partitions, mapping export, control client.
+# usage: test_ctl.sh PATH/TO/partdnsctl
+set -u
+
+CTL=${1:?usage: test_ctl.sh PATH/TO/partdnsctl}
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/test_ctl.XXXXXX") || exit 1
+SERVER_PID=
+cleanup() {
+	if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+FAILS=0
+CHECKS=0
+fail() {
+	echo "FAIL: $*" >&2
+	echo "  --- stdout:" >&2; sed 's/^/  | /' "$T/out" >&2
+	echo "  --- stderr:" >&2; sed 's/^/  | /' "$T/err" >&2
+	FAILS=$((FAILS + 1))
+}
+
+# run WANT_EXIT ARGS...: run partdnsctl, keep stdout/stderr in $T/out, $T/err.
+LAST=
+run() {
+	local want=$1
+	shift
+	LAST="partdnsctl $*"
+	CHECKS=$((CHECKS + 1))
+	"$CTL" "$@" >"$T/out" 2>"$T/err" </dev/null
+	local rc=$?
+	[ "$rc" -eq "$want" ] || fail "$LAST: exit $rc, want $want"
+}
+# As run, with stdin from a file.
+run_in() {
+	local want=$1 input=$2
+	shift 2
+	LAST="partdnsctl $* < $input"
+	CHECKS=$((CHECKS + 1))
+	"$CTL" "$@" >"$T/out" 2>"$T/err" <"$input"
+	local rc=$?
+	[ "$rc" -eq "$want" ] || fail "$LAST: exit $rc, want $want"
+}
+out_has() { CHECKS=$((CHECKS + 1)); grep -qF -- "$1" "$T/out" || fail "$LAST: stdout lacks '$1'"; }
+out_lacks() { CHECKS=$((CHECKS + 1)); ! grep -qF -- "$1" "$T/out" || fail "$LAST: stdout has '$1'"; }
+err_has() { CHECKS=$((CHECKS + 1)); grep -qF -- "$1" "$T/err" || fail "$LAST: stderr lacks '$1'"; }
+out_empty() { CHECKS=$((CHECKS + 1)); [ ! -s "$T/out" ] || fail "$LAST: stdout not empty"; }
+out_lines() {
+	CHECKS=$((CHECKS + 1))
+	local n
+	n=$(grep -vc '^#' "$T/out")
+	[ "$n" -eq "$1" ] || fail "$LAST: $n lines on stdout, want $1"
+}
+# out_line_re REGEX: some stdout line matches the extended regex.
+out_line_re() { CHECKS=$((CHECKS + 1)); grep -qE -- "$1" "$T/out" || fail "$LAST: no stdout line matches /$1/"; }
+
+write_conf() { # write_conf FILE POLICY FORWARD UNMATCHED
+	cat >"$1" <<EOF
+server:
+  listen: [ "127.0.0.1@5353" ]
+  control: $T/control.sock
+  store: $T/store
+edns:
+  policy: $2
+  forward: $3
+partitions:
+  unmatched: $4
+  list:
+    - name: nanjing
+      label: Nanjing
+      country: CN
+      region: CN-JS
+      city: Nanjing
+      mapped: 198.51.100.1
+      mapped6: "2001:db8:1::/56"
+      prefixes: [ 10.1.0.0/16, 203.0.113.0/25, "2001:db8:100::/40" ]
+    - name: suzhou
+      label: Suzhou
+      country: CN
+      region: CN-JS
+      city: Suzhou
+      mapped: 198.51.100.2
+      prefixes: [ 10.2.0.0/16, 192.168.2.0/24 ]
+EOF
+}
+C=$T/partdns.yaml
+write_conf "$C" iterate "[]" common
+write_conf "$T/fwd.yaml" forward '[ "198.51.100.53" ]' suzhou
+write_conf "$T/refuse.yaml" iterate "[]" refuse
+
+# --- usage, version, config errors ---
+run 0 --version;               out_has "partdnsctl "
+run 0 --help;                  out_has "usage: partdnsctl"; out_has "domain add NAME"
+run 0 -c "$C" domain add -h;   out_has "usage: partdnsctl"
+run 2;                         err_has "no command given"; err_has "usage: partdnsctl"
+run 2 -c "$C" frobnicate;      err_has "unknown command 'frobnicate'"; err_has "usage:"
+run 2 -c "$C" domain;          err_has "usage:"
+run 2 -c "$C" domain frob;     err_has "unknown subcommand 'frob'"
+run 2 -c "$C" domain add;      err_has "expected one NAME"
+run 2 -c "$C" domain add a. b. ; err_has "expected one NAME"
+run 2 -c "$C" domain add x. --policy bogus; err_has "--policy must be iterate or forward"
+run 2 -c "$C" domain add x. --bogus; err_has "unknown option '--bogus'"
+run 2 -c "$C" domain add x. --forward; err_has "needs an argument"
+run 2 -c "$C" domain list extra; err_has "unexpected argument 'extra'"
+run 2 -c "$C" partition lookup; err_has "expected one ADDR"
+run 2 -c "$C" mapping export --format xml; err_has "--format must be csv, json or geofeed"
+run 2 -c "$C" cache;           err_has "expected flush"
+run 2 -x;                      err_has "unknown option '-x'"
+run 1 -c "$T/missing.yaml" domain list; err_has "cannot load config $T/missing.yaml"
+printf 'server:\n  bogus_key: 1\n' >"$T/bad.yaml"
+run 1 -c "$T/bad.yaml" domain list; err_has "$T/bad.yaml:2:"; err_has "cannot load config"
+
+# --- domain add / list / del ---
+run 0 -c "$C" domain list;     out_empty; err_has "does not exist yet"
+run 0 -c "$C" domain list --json; out_has "[]"
+run 0 -c "$C" domain add Example.COM; out_has "added example.com. policy=iterate"
+[ -d "$T/store" ] || fail "store directory $T/store not created"
+run 0 -c "$C" domain add cdn.example.net --subtree --policy forward --forward 198.51.100.53 --forward 2001:db8::53@5353
+out_has "added cdn.example.net. subtree policy=forward forward=198.51.100.53@53,2001:db8::53@5353"
+# Options may come before the name, and -c after the command.
+run 0 domain add --policy iterate video.example.org -c "$C"; out_has "added video.example.org."
+run 0 -c "$C" domain add example.com --subtree; out_has "updated example.com. subtree policy=iterate"
+run 0 -c "$C" domain list
+out_lines 3
+out_line_re '^example\.com\.        subtree  iterate$'
+out_line_re '^cdn\.example\.net\.    subtree  forward  198\.51\.100\.53@53,2001:db8::53@5353$'
+out_line_re '^video\.example\.org\.  exact    iterate$'
+# Sorted by name.
+CHECKS=$((CHECKS + 1))
+[ "$(cut -d' ' -f1 "$T/out" | tr '\n' ' ')" = "cdn.example.net. example.com. video.example.org. " ] ||
+	fail "domain list is not in name order"
+
+run 1 -c "$C" domain add 'a..example'; err_has "invalid domain name 'a..example'"
+run 1 -c "$C" domain add "$(printf 'x%.0s' $(seq 64)).example"; err_has "invalid domain name"
+run 1 -c "$C" domain add '#x.example'; err_has "starts with '#'"
+run 1 -c "$C" domain add f.example --policy forward
+err_has "policy forward needs --forward or edns.forward in the config"
+run 1 -c "$C" domain add f.example --forward 198.51.100.53
+err_has "--forward needs policy forward, but the policy is iterate (edns.policy of the config)"
+run 1 -c "$C" domain add f.example --policy iterate --forward 198.51.100.53; err_has "needs policy forward"
+run 1 -c "$C" domain add f.example --policy forward --forward 198.51.100.999; err_has "invalid forward target '198.51.100.999'"
+run 1 -c "$C" domain add f.example --policy forward --forward 198.51.100.1@0; err_has "invalid forward target"
+run 1 -c "$C" domain add f.example --policy forward --forward 198.51.100.1 --forward 198.51.100.1@53; err_has "given twice"
+args=()
+for i in $(seq 1 9); do args+=(--forward "198.51.100.$i"); done
+run 1 -c "$C" domain add f.example --policy forward "${args[@]}"; err_has "too many --forward targets: 9 (at most 8)"
+run 0 -c "$C" domain list;     out_lines 3; out_lacks "f.example"
+# With edns.policy forward and edns.forward in the config: the default applies.
+run 0 -c "$T/fwd.yaml" domain add f.example; out_has "added f.example. policy=forward"
+run 0 -c "$C" domain list;     out_line_re '^f\.example\. +exact +forward +\(edns\.forward\)$'
+
+run 0 -c "$C" domain list --json
+out_has '"name": "cdn.example.net.", "subtree": true, "policy": "forward", "forward": ["198.51.100.53@53", "2001:db8::53@5353"]'
+out_has '"name": "f.example.", "subtree": false, "policy": "forward", "forward": []'
+if command -v python3 >/dev/null 2>&1; then
+	CHECKS=$((CHECKS + 1))
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d)==4, d; assert d[0]["name"]=="cdn.example.net."' \
+		<"$T/out" || fail "domain list --json is not the expected JSON"
+fi
+
+run 1 -c "$C" domain del nope.example; err_has "domain 'nope.example.' is not in the store"
+run 0 -c "$C" domain del F.Example; out_has "deleted f.example."
+run 1 -c "$C" domain del f.example; err_has "domain 'f.example.' is not in the store"
+run 0 -c "$C" domain list;     out_lines 3
+# del on a store that does not exist must not create it.
+run 1 -c "$C" -s "$T/nostore" domain del a.example; err_has "is not in the store"
+CHECKS=$((CHECKS + 1)); [ ! -e "$T/nostore" ] || fail "domain del created $T/nostore"
+
+# --- export / import round trip ---
+run 0 -c "$C" domain export;   out_lines 3
+out_has "cdn.example.net. subtree policy=forward forward=198.51.100.53@53,2001:db8::53@5353"
+out_has "example.com. subtree policy=iterate"
+cp "$T/out" "$T/export1"
+run 0 -c "$C" -s "$T/store2" domain import "$T/export1"; out_has "imported 3 domains from $T/export1 (3 added, 0 updated)"
+run 0 -c "$C" -s "$T/store2" domain export
+CHECKS=$((CHECKS + 1))
+diff <(grep -v '^#' "$T/export1") <(grep -v '^#' "$T/out") >/dev/null || fail "export of the imported store differs"
+run 0 -c "$C" -s "$T/store2" domain import "$T/export1"; out_has "(0 added, 3 updated)"
+
+cat >"$T/good.txt" <<'EOF'
+# a comment, then a blank line
+
+new.example subtree    # trailing comment
+fwd.example policy=forward forward=198.51.100.7,2001:db8::7@5353
+ Example.COM  exact
+EOF
+run 0 -c "$C" domain import "$T/good.txt"; out_has "imported 3 domains from $T/good.txt (2 added, 1 updated)"
+run 0 -c "$C" domain list
+out_line_re '^new\.example\. +subtree +iterate$'
+out_line_re '^fwd\.example\. +exact +forward +198\.51\.100\.7@53,2001:db8::7@5353$'
+out_line_re '^example\.com\. +exact +iterate$'
+cp "$T/out" "$T/before_bad"
+
+cat >"$T/bad.txt" <<'EOF'
+ok1.example
+ok2.example subtree
+bad1.example policy=sometimes
+ok3.example
+bad2.example colour=blue
+a..example
+ok2.example
+iter.example forward=198.51.100.9
+EOF
+run 1 -c "$C" domain import "$T/bad.txt"
+err_has "$T/bad.txt:3: error: unknown policy 'sometimes'"
+err_has "$T/bad.txt:5: error: unknown field 'colour=blue'"
+err_has "$T/bad.txt:6: error: invalid domain name 'a..example'"
+err_has "$T/bad.txt:7: error: domain 'ok2.example.' already given on line 2"
+err_has "$T/bad.txt:8: error: forward= needs policy forward"
+err_has "5 errors, nothing imported"
+run 0 -c "$C" domain list;     out_lacks "ok1.example"
+CHECKS=$((CHECKS + 1))
+cmp -s "$T/out" "$T/before_bad" || fail "a failed import changed the store"
+
+printf 'stdin.example policy=iterate\n' >"$T/stdin.txt"
+run_in 0 "$T/stdin.txt" -c "$C" domain import -; out_has "imported 1 domain from <stdin>"
+run 1 -c "$C" domain import "$T/none.txt"; err_has "cannot open $T/none.txt"
+: >"$T/empty.txt"
+run 0 -c "$C" domain import "$T/empty.txt"; out_has "imported 0 domains"
+
+# --- partitions ---
+run 0 -c "$C" partition lookup 10.1.2.3
+out_has "match      10.1.0.0/16"; out_has "partition  nanjing (id 1)"; out_has "label      Nanjing"
+out_has "mapped     198.51.100.1"; out_has "mapped6    2001:db8:1::/56"; out_has "ecs        198.51.100.1/32"
+run 0 -c "$C" partition lookup 2001:db8:100::1
+out_has "partition  nanjing (id 1)"; out_has "match      2001:db8:100::/40"; out_has "ecs        2001:db8:1::/56"
+run 0 -c "$C" partition lookup 203.0.113.5;  out_has "match      203.0.113.0/25"; out_has "nanjing"
+run 0 -c "$C" partition lookup 203.0.113.200; out_has "no partition"
+run 0 -c "$C" partition lookup 192.168.2.77
+out_has "partition  suzhou (id 2)"; out_has "mapped6    -"; out_has "ecs        198.51.100.2/32"
+run 0 -c "$C" partition lookup 192.0.2.1
+out_has "no partition"; out_has "unmatched  common"; out_lacks "ecs "
+run 0 -c "$T/refuse.yaml" partition lookup 192.0.2.1; out_has "no partition"; out_has "REFUSED"
+run 0 -c "$T/fwd.yaml" partition lookup 2001:db8:ffff::1
+out_has "no partition"; out_has "treated as partition suzhou"; out_has "ecs        198.51.100.2/32"
+run 1 -c "$C" partition lookup 10.1.2.300; err_has "'10.1.2.300' is not an IPv4 or IPv6 address"
+run 1 -c "$C" partition lookup 10.1.0.0/16; err_has "is not an IPv4 or IPv6 address"
+
+run 0 -c "$C" partition list
+out_lines 3
+out_line_re '^NAME +ID +LABEL +IPV4 +IPV6 +MAPPED +MAPPED6$'
+out_line_re '^nanjing +1 +Nanjing +2 +1 +198\.51\.100\.1 +2001:db8:1::/56$'
+out_line_re '^suzhou +2 +Suzhou +2 +0 +198\.51\.100\.2 +-$'
+
+# --- mapping export ---
+run 0 -c "$C" mapping export;  out_has "nanjing"; out_has "198.51.100.1"; out_has "2001:db8:1::/56"; out_has "suzhou"
+cp "$T/out" "$T/csv"
+run 0 -c "$C" mapping export --format csv
+CHECKS=$((CHECKS + 1)); cmp -s "$T/out" "$T/csv" || fail "csv is not the default format"
+run 0 -c "$C" mapping export --format json
+out_has '"serial"'; out_has '"name": "nanjing"'; out_has '"mapped": "198.51.100.1"'; out_has '"mapped6": null'
+if command -v python3 >/dev/null 2>&1; then
+	CHECKS=$((CHECKS + 1))
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert [p["name"] for p in d["partitions"]]==["nanjing","suzhou"]' \
+		<"$T/out" || fail "mapping export --format json is not the expected JSON"
+fi
+run 0 -c "$C" mapping export --format geofeed
+out_has "# partdns geofeed serial="; out_has "198.51.100.1/32,CN,CN-JS,Nanjing,"
+out_has "2001:db8:1::/56,CN,CN-JS,Nanjing,"; out_has "198.51.100.2/32,CN,CN-JS,Suzhou,"
+out_lacks "10.1.0.0/16"
+
+# --- control client ---
+run 1 -c "$C" stats
+err_has "cannot connect to control socket $T/control.sock: "; err_has "(is partdns running?)"
+run 1 -c "$C" reload;          err_has "(is partdns running?)"
+
+start_server() { # start_server MODE
+	rm -f "$T/control.sock" "$T/control.sock.ready"
+	python3 "$HERE/fake_control.py" "$T/control.sock" "$T/requests" "$1" &
+	SERVER_PID=$!
+	for _ in $(seq 100); do [ -e "$T/control.sock.ready" ] && return 0; sleep 0.05; done
+	echo "FAIL: fake control server did not start" >&2
+	FAILS=$((FAILS + 1))
+	return 1
+}
+stop_server() {
+	kill "$SERVER_PID" 2>/dev/null
+	wait "$SERVER_PID" 2>/dev/null
+	SERVER_PID=
+}
+last_request() { tail -n 1 "$T/requests"; }
+req_is() { CHECKS=$((CHECKS + 1)); [ "$(last_request)" = "$1" ] || fail "$LAST: daemon got '$(last_request)', want '$1'"; }
+
+if ! command -v python3 >/dev/null 2>&1; then
+	echo "SKIP: control client tests against a fake server (python3 not found)"
+elif start_server normal; then
+	run 0 -c "$C" stats;           out_has "queries 42"; out_has "partition nanjing queries 40"; req_is "stats"
+	run 0 -c "$C" stats --json;    out_has '{"queries": 42}'; req_is "stats json"
+	run 0 -c "$C" cache flush;     out_has "flushed 3 entries"; req_is "cache flush"
+	run 0 -c "$C" cache flush Example.COM; req_is "cache flush name=example.com."
+	run 0 -c "$C" cache flush --partition nanjing; req_is "cache flush partition=nanjing"
+	run 0 -c "$C" cache flush www.Example.com --partition suzhou
+	req_is "cache flush name=www.example.com. partition=suzhou"
+	run 1 -c "$C" cache flush --partition atlantis; err_has "no partition 'atlantis'"
+	req_is "cache flush name=www.example.com. partition=suzhou" # nothing was sent
+	run 1 -c "$C" cache flush 'a..b'; err_has "invalid domain name 'a..b'"
+	run 1 -c "$C" reload
+	err_has "reload failed: config has errors"; err_has "partdns.yaml:3:5: error: unknown key"; out_empty
+	req_is "reload"
+	stop_server
+
+	start_server garbage && {
+		run 1 -c "$C" stats; err_has "unexpected status line 'HELLO'"
+		stop_server
+	}
+	start_server close && {
+		run 1 -c "$C" stats; err_has "closed the connection without a reply"
+		stop_server
+	}
+	start_server hang && {
+		start=$(date +%s)
+		run 1 -c "$C" stats; err_has "no reply from control socket $T/control.sock within 5000 ms"
+		took=$(($(date +%s) - start))
+		CHECKS=$((CHECKS + 1))
+		[ "$took" -ge 4 ] && [ "$took" -le 7 ] || fail "timeout took ${took}s, want about 5"
+		stop_server
+	}
+fi
+
+echo "$CHECKS checks, $FAILS failed"
+[ "$FAILS" -eq 0 ]

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* partdnsctl plumbing: messages, usage, option parsing, loading the config. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/ctl/ctl.h"
+
+static const char usage_text[] =
+	"usage: partdnsctl [-c FILE] [-s DIR] COMMAND ...\n"
+	"\n"
+	"  domain add NAME [--subtree] [--policy iterate|forward] [--forward ADDR[@PORT]]...\n"
+	"  domain del NAME\n"
+	"  domain list [--json]\n"
+	"  domain import FILE          FILE '-' is stdin; all lines or none\n"
+	"  domain export               in the import format, to stdout\n"
+	"  partition lookup ADDR       partition, mapped address(es), ECS sent\n"
+	"  partition list\n"
+	"  mapping export [--format csv|json|geofeed]\n"
+	"  stats [--json]              from the running daemon\n"
+	"  cache flush [NAME] [--partition P]\n"
+	"  reload                      the daemon re-reads config and partitions\n"
+	"\n"
+	"  -c, --config FILE   config file (default " CONF_DEFAULT_PATH ")\n"
+	"  -s, --store DIR     store directory (default: server.store of the config)\n"
+	"  -h, --help          this text\n"
+	"      --version       print the version\n"
+	"\n"
+	"Exit status: 0 ok, 1 error, 2 usage error.\n";
+
+void ctl_usage(FILE *out)
+{
+	fputs(usage_text, out);
+}
+
+void ctl_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("partdnsctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int ctl_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("partdnsctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\n\n", stderr);
+	ctl_usage(stderr);
+	return CTL_USAGE;
+}
+
+/* Options every subcommand accepts (so -c may also follow the command). */
+#define COMMON_SHORT "c:s:h"
+#define COMMON_LONG_COUNT 3
+static const struct option common_long[COMMON_LONG_COUNT] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "store", required_argument, NULL, 's' },
+	{ "help", no_argument, NULL, 'h' },
+};
+
+int ctl_getopt(struct ctl *c, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, int (*handle)(int opt, const char *arg, void *ctx),
+               void *ctx, int *first)
+{
+	char shorts[64];
+	struct option longs[24];
+	size_t n = 0;
+	/* Leading ':' so a missing argument is reported as such. */
+	snprintf(shorts, sizeof(shorts), ":" COMMON_SHORT "%s", shortopts ? shortopts : "");
+	for (size_t i = 0; i < COMMON_LONG_COUNT; i++)
+		longs[n++] = common_long[i];
+	for (size_t i = 0; longopts != NULL && longopts[i].name != NULL && n + 1 < 24; i++)
+		longs[n++] = longopts[i];
+	memset(&longs[n], 0, sizeof(longs[n]));
+
+	optind = 0; /* glibc: re-initialize, also the permutation state */
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			c->conf_path = optarg;
+			break;
+		case 's':
+			c->store_dir = optarg;
+			break;
+		case 'h':
+			ctl_usage(stdout);
+			return CTL_OK;
+		case ':':
+			return ctl_usage_error("%s: option '%s' needs an argument", argv[0],
+			                       argv[optind - 1]);
+		case '?':
+			if (optopt != 0)
+				return ctl_usage_error("%s: unknown option '-%c'", argv[0], optopt);
+			return ctl_usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
+		default: {
+			int rc = handle != NULL ? handle(opt, optarg, ctx) : CTL_USAGE;
+			if (rc != 0)
+				return rc;
+			break;
+		}
+		}
+	}
+	*first = optind;
+	return -1;
+}
+
+int ctl_load_conf(struct ctl *c)
+{
+	if (c->conf != NULL)
+		return CTL_OK;
+	/* Collect the loader's output: warnings are `partdns -t`'s business, shown
+	 * here only when the config fails to load. */
+	char *msgs = NULL;
+	size_t len = 0;
+	FILE *err = open_memstream(&msgs, &len);
+	unsigned nerrors = 0;
+	int rc = conf_load(c->conf_path, err != NULL ? err : stderr, &c->conf, &nerrors);
+	if (err != NULL)
+		fclose(err);
+	if (rc != 0) {
+		if (msgs != NULL)
+			fputs(msgs, stderr);
+		if (rc == CONF_E_INVALID || rc == CONF_E_YAML)
+			ctl_error("cannot load config %s: %s (%u error%s)", c->conf_path,
+			          conf_strerror(rc), nerrors, nerrors == 1 ? "" : "s");
+		else
+			ctl_error("cannot load config %s: %s", c->conf_path, conf_strerror(rc));
+		free(msgs);
+		c->conf = NULL;
+		return CTL_ERROR;
+	}
+	free(msgs);
+	return CTL_OK;
+}
+
+const char *ctl_store_dir(const struct ctl *c)
+{
+	if (c->store_dir != NULL)
+		return c->store_dir;
+	return c->conf != NULL ? c->conf->server.store : NULL;
+}
+
+void ctl_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(out, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(out, "\\u%04x", ch);
+		else
+			fputc(ch, out);
+	}
+	fputc('"', out);
+}

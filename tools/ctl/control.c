@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* partdnsctl stats, cache flush, reload: requests to the running daemon. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partition/partition.h"
+#include "tools/ctl/control_client.h"
+#include "tools/ctl/ctl.h"
+
+/* Send request; print the body to stdout on OK, the message and body to stderr on ERR. */
+static int run_request(struct ctl *c, const char *what, const char *request)
+{
+	char *body = NULL, msg[1024];
+	size_t len = 0;
+	int err = control_request(c->conf->server.control, request, CONTROL_TIMEOUT_MS, &body, &len,
+	                          msg, sizeof(msg));
+	if (err == 0) {
+		fwrite(body, 1, len, stdout);
+		free(body);
+		return CTL_OK;
+	}
+	if (err == CONTROL_E_REMOTE) {
+		ctl_error("%s failed: %s", what, msg);
+		fwrite(body, 1, len, stderr);
+		free(body);
+		return CTL_ERROR;
+	}
+	ctl_error("%s: %s", what, msg);
+	free(body);
+	return CTL_ERROR;
+}
+
+enum { OPT_JSON = 256, OPT_PARTITION };
+
+static int stats_opt(int opt, const char *arg, void *ctx)
+{
+	if (opt != OPT_JSON)
+		return CTL_USAGE;
+	*(int *)ctx = 1;
+	return 0;
+}
+
+int ctl_stats(struct ctl *c, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, first;
+	int rc = ctl_getopt(c, argc, argv, "", longs, stats_opt, &json, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 0)
+		return ctl_usage_error("stats: unexpected argument '%s'", argv[first]);
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	return run_request(c, "stats", json ? "stats json" : "stats");
+}
+
+static int partition_opt(int opt, const char *arg, void *ctx)
+{
+	if (opt != OPT_PARTITION)
+		return CTL_USAGE;
+	*(const char **)ctx = arg;
+	return 0;
+}
+
+int ctl_cache(struct ctl *c, int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "flush") != 0)
+		return ctl_usage_error("cache: expected flush");
+	static const struct option longs[] = {
+		{ "partition", required_argument, NULL, OPT_PARTITION },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *partition = NULL;
+	int first;
+	int rc = ctl_getopt(c, argc - 1, argv + 1, "", longs, partition_opt, &partition, &first);
+	if (rc >= 0)
+		return rc;
+	int nops = argc - 1 - first;
+	if (nops > 1)
+		return ctl_usage_error("cache flush: expected at most one NAME");
+	char name[256] = "";
+	if (nops == 1 && conf_name_normalize(argv[1 + first], name, sizeof(name)) != 0) {
+		ctl_error("cache flush: invalid domain name '%s'", argv[1 + first]);
+		return CTL_ERROR;
+	}
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	if (partition != NULL && strcmp(partition, "common") != 0 &&
+	    ptable_find(c->conf->partitions.table, partition) < 0) {
+		ctl_error("cache flush: no partition '%s' in %s (partdnsctl partition list shows them)",
+		          partition, c->conf_path);
+		return CTL_ERROR;
+	}
+	char req[CONTROL_MAX_REQUEST];
+	int n = snprintf(req, sizeof(req), "cache flush");
+	if (name[0] != '\0')
+		n += snprintf(req + n, sizeof(req) - (size_t)n, " name=%s", name);
+	if (partition != NULL)
+		snprintf(req + n, sizeof(req) - (size_t)n, " partition=%s", partition);
+	return run_request(c, "cache flush", req);
+}
+
+int ctl_reload(struct ctl *c, int argc, char **argv)
+{
+	int first;
+	int rc = ctl_getopt(c, argc, argv, "", NULL, NULL, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 0)
+		return ctl_usage_error("reload: unexpected argument '%s'", argv[first]);
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	return run_request(c, "reload", "reload");
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to partdnsctl: shared state and the subcommands. */
+#pragma once
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "conf/conf.h"
+#include "conf/store.h"
+
+/* Exit codes. */
+enum {
+	CTL_OK = 0,
+	CTL_ERROR = 1, /* something failed; a message on stderr says what */
+	CTL_USAGE = 2, /* bad command line; usage printed */
+};
+
+/* What every subcommand gets: options common to all, the config once loaded. */
+struct ctl {
+	const char *conf_path; /* -c, default CONF_DEFAULT_PATH */
+	const char *store_dir; /* -s, overrides server.store; NULL = from the config */
+	struct conf *conf;     /* after ctl_load_conf() */
+};
+
+/* A subcommand: argv[0] is its name ("domain", "stats", ...). @return an exit code. */
+int ctl_domain(struct ctl *c, int argc, char **argv);
+int ctl_partition(struct ctl *c, int argc, char **argv);
+int ctl_mapping(struct ctl *c, int argc, char **argv);
+int ctl_stats(struct ctl *c, int argc, char **argv);
+int ctl_cache(struct ctl *c, int argc, char **argv);
+int ctl_reload(struct ctl *c, int argc, char **argv);
+
+/** Load c->conf_path once; config errors go to stderr. @return CTL_OK or CTL_ERROR. */
+int ctl_load_conf(struct ctl *c);
+
+/** The store directory: -s or server.store (needs the config loaded). */
+const char *ctl_store_dir(const struct ctl *c);
+
+/** "partdnsctl: " + message + newline on stderr. */
+void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Report a usage error (message, then the usage text) on stderr. @return CTL_USAGE. */
+int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Print the usage text. */
+void ctl_usage(FILE *out);
+
+/**
+ * Parse the options common to every subcommand (-c FILE, -s DIR, -h) and the
+ * subcommand's own with getopt_long; permutes argv so operands come last.
+ * @param shortopts the subcommand's short options (without the common ones).
+ * @param handle called for each of the subcommand's options (opt, optarg);
+ *        returns 0, or an exit code to stop with.
+ * @param first out: index of the first operand in argv.
+ * @return -1 to go on, or an exit code (help printed: CTL_OK; bad option: CTL_USAGE).
+ */
+int ctl_getopt(struct ctl *c, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, int (*handle)(int opt, const char *arg, void *ctx),
+               void *ctx, int *first);
+
+/* Defaults for a domain from the config (edns.policy, edns.forward). */
+struct ctl_defaults {
+	enum conf_policy policy;
+	size_t nforward; /* edns.forward targets in the config */
+};
+
+/**
+ * Build a storable domain from its parts, with the checks partdnsctl promises.
+ * @param policy -1: the default policy.
+ * @param forward_opt how the targets were given, for messages ("--forward").
+ * @return 0, or -1 with a message in err.
+ */
+int ctl_domain_build(const char *name, bool subtree, int policy, const char *const *forward,
+                     size_t nforward, const struct ctl_defaults *def, const char *forward_opt,
+                     struct store_domain *out, char *err, size_t errsize);
+
+/**
+ * Parse one line of the import format:
+ * NAME [subtree|exact] [policy=iterate|forward] [forward=ADDR[@PORT],...]
+ * '#' at the start of a line or after a blank starts a comment.
+ * @param line modified (tokenized).
+ * @return 1 (*out filled), 0 (blank or comment), -1 with a message in err.
+ */
+int ctl_domain_parse_line(char *line, const struct ctl_defaults *def, struct store_domain *out,
+                          char *err, size_t errsize);
+
+/** The import-format line for d, without newline, into buf. @return length or -ENOSPC. */
+int ctl_domain_format_line(const struct store_domain *d, char *buf, size_t size);
+
+/** Write s as a JSON string (quoted, escaped) to out. */
+void ctl_json_string(FILE *out, const char *s);

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* partdnsctl: manage the EDNS-domain store, inspect partitions, talk to the daemon. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conf/conf.h"
+#include "tools/ctl/ctl.h"
+
+struct command {
+	const char *name;
+	int (*run)(struct ctl *c, int argc, char **argv);
+};
+
+static const struct command commands[] = {
+	{ "domain", ctl_domain },   { "partition", ctl_partition }, { "mapping", ctl_mapping },
+	{ "stats", ctl_stats },     { "cache", ctl_cache },         { "reload", ctl_reload },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	struct ctl c = { .conf_path = CONF_DEFAULT_PATH };
+	static const struct option longs[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "store", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+	opterr = 0;
+	/* '+': stop at the command; its own options are parsed by the command. */
+	while ((opt = getopt_long(argc, argv, "+:c:s:hV", longs, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			c.conf_path = optarg;
+			break;
+		case 's':
+			c.store_dir = optarg;
+			break;
+		case 'h':
+			ctl_usage(stdout);
+			return CTL_OK;
+		case 'V':
+			printf("partdnsctl %s\n", PARTDNS_VERSION);
+			return CTL_OK;
+		case ':':
+			return ctl_usage_error("option '%s' needs an argument", argv[optind - 1]);
+		default:
+			if (optopt != 0)
+				return ctl_usage_error("unknown option '-%c'", optopt);
+			return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return ctl_usage_error("no command given");
+	const char *name = argv[optind];
+	if (strcmp(name, "help") == 0) {
+		ctl_usage(stdout);
+		return CTL_OK;
+	}
+	int rc = -1;
+	for (const struct command *cmd = commands; cmd->name != NULL; cmd++)
+		if (strcmp(cmd->name, name) == 0)
+			rc = cmd->run(&c, argc - optind, argv + optind);
+	if (rc == -1)
+		rc = ctl_usage_error("unknown command '%s'", name);
+	if (c.conf != NULL)
+		conf_free(c.conf);
+	/* Output that did not reach its destination is a failure (e.g. a full disk). */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		ctl_error("cannot write to standard output");
+		return CTL_ERROR;
+	}
+	return rc;
+}

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* partdnsctl partition lookup/list and mapping export: the config's partition table. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "mapping/ecs.h"
+#include "mapping/export.h"
+#include "mapping/mapping.h"
+#include "partition/partition.h"
+#include "partition/prefix.h"
+#include "tools/ctl/ctl.h"
+
+static const char *or_dash(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : "-";
+}
+
+/* The mapped IPv4 address and IPv6 prefix of id as text, "-" when unset. */
+static void mapped_text(const struct mapping *m, unsigned id, char *v4, char *v6, size_t size)
+{
+	const struct mapping_entry *e = mapping_get(m, id);
+	snprintf(v4, size, "-");
+	snprintf(v6, size, "-");
+	if (e != NULL && e->has_v4)
+		prefix_format_addr(&e->v4, v4, size);
+	if (e != NULL && e->has_v6)
+		prefix_format(&e->v6, v6, size);
+}
+
+/* The lines about partition id: name, label, mapped addresses, the ECS for family. */
+static void print_partition(const struct conf *conf, unsigned id, int family)
+{
+	const struct ptable *t = conf->partitions.table;
+	const struct mapping *m = conf->partitions.mapping;
+	const struct mapping_entry *e = mapping_get(m, id);
+	char v4[PREFIX_STRLEN], v6[PREFIX_STRLEN];
+	mapped_text(m, id, v4, v6, sizeof(v4));
+	printf("partition  %s (id %u)\n", ptable_name(t, id), id);
+	printf("label      %s\n", or_dash(e != NULL ? e->label : NULL));
+	printf("mapped     %s\n", v4);
+	printf("mapped6    %s\n", v6);
+	struct ecs ecs;
+	if (mapping_ecs(m, id, family, &ecs) == 0) {
+		struct prefix p;
+		char text[PREFIX_STRLEN];
+		ecs_to_prefix(&ecs, &p);
+		prefix_format(&p, text, sizeof(text));
+		printf("ecs        %s (sent for EDNS domains to %s clients)\n", text,
+		       family == AF_INET ? "IPv4" : "IPv6");
+	} else {
+		printf("ecs        none (the partition has no mapped address)\n");
+	}
+}
+
+static int partition_lookup(struct ctl *c, int argc, char **argv)
+{
+	int first;
+	int rc = ctl_getopt(c, argc, argv, "", NULL, NULL, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 1)
+		return ctl_usage_error("partition lookup: expected one ADDR");
+	const char *text = argv[first];
+	struct prefix addr;
+	if (prefix_parse_addr(text, &addr) != 0) {
+		ctl_error("partition lookup: '%s' is not an IPv4 or IPv6 address", text);
+		return CTL_ERROR;
+	}
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	const struct conf *conf = c->conf;
+	struct prefix matched;
+	int family = addr.family;
+	unsigned id = ptable_lookup(conf->partitions.table, family, addr.addr, &matched);
+	char buf[PREFIX_STRLEN];
+	prefix_format_addr(&addr, buf, sizeof(buf));
+	printf("address    %s\n", buf);
+	if (id != PARTITION_COMMON) {
+		prefix_format(&matched, buf, sizeof(buf));
+		printf("match      %s\n", buf);
+		print_partition(conf, id, family);
+		return CTL_OK;
+	}
+	printf("match      no partition (no prefix of the config covers the address)\n");
+	switch (conf->partitions.unmatched) {
+	case CONF_UNMATCHED_REFUSE:
+		printf("unmatched  refuse: queries from it are answered REFUSED\n");
+		break;
+	case CONF_UNMATCHED_PARTITION:
+		printf("unmatched  treated as partition %s (partitions.unmatched)\n",
+		       or_dash(ptable_name(conf->partitions.table, conf->partitions.unmatched_id)));
+		print_partition(conf, conf->partitions.unmatched_id, family);
+		break;
+	case CONF_UNMATCHED_COMMON:
+	default:
+		printf("unmatched  common: answered from the common cache, no ECS sent\n");
+		break;
+	}
+	return CTL_OK;
+}
+
+/* Column widths of the partition table, grown to fit. */
+struct widths {
+	int name, id, label, v4, v6, mapped, mapped6;
+};
+
+static void widen(int *w, const char *s)
+{
+	int len = (int)strlen(s);
+	if (len > *w)
+		*w = len;
+}
+
+static void print_row(const struct widths *w, const char *name, const char *id, const char *label,
+                      const char *n4, const char *n6, const char *mapped, const char *mapped6)
+{
+	printf("%-*s  %*s  %-*s  %*s  %*s  %-*s  %s\n", w->name, name, w->id, id, w->label, label,
+	       w->v4, n4, w->v6, n6, w->mapped, mapped, mapped6);
+}
+
+static int partition_list(struct ctl *c, int argc, char **argv)
+{
+	int first;
+	int rc = ctl_getopt(c, argc, argv, "", NULL, NULL, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 0)
+		return ctl_usage_error("partition list: unexpected argument '%s'", argv[first]);
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	const struct ptable *t = c->conf->partitions.table;
+	const struct mapping *m = c->conf->partitions.mapping;
+	size_t n = ptable_size(t);
+	static const char *const head[] = { "NAME", "ID", "LABEL", "IPV4", "IPV6", "MAPPED", "MAPPED6" };
+	struct widths w = { 0 };
+	widen(&w.name, head[0]);
+	widen(&w.id, head[1]);
+	widen(&w.label, head[2]);
+	widen(&w.v4, head[3]);
+	widen(&w.v6, head[4]);
+	widen(&w.mapped, head[5]);
+	widen(&w.mapped6, head[6]);
+	/* Two passes: widths, then rows (at most PARTITION_MAX partitions). */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			print_row(&w, head[0], head[1], head[2], head[3], head[4], head[5], head[6]);
+		for (unsigned id = 1; id <= n; id++) {
+			char idt[16], n4[24], n6[24], v4[PREFIX_STRLEN], v6[PREFIX_STRLEN];
+			const struct mapping_entry *e = mapping_get(m, id);
+			const char *label = or_dash(e != NULL ? e->label : NULL);
+			snprintf(idt, sizeof(idt), "%u", id);
+			snprintf(n4, sizeof(n4), "%zu", ptable_prefix_count(t, id, AF_INET));
+			snprintf(n6, sizeof(n6), "%zu", ptable_prefix_count(t, id, AF_INET6));
+			mapped_text(m, id, v4, v6, sizeof(v4));
+			if (pass == 0) {
+				widen(&w.name, ptable_name(t, id));
+				widen(&w.id, idt);
+				widen(&w.label, label);
+				widen(&w.v4, n4);
+				widen(&w.v6, n6);
+				widen(&w.mapped, v4);
+				widen(&w.mapped6, v6);
+			} else {
+				print_row(&w, ptable_name(t, id), idt, label, n4, n6, v4, v6);
+			}
+		}
+	}
+	return CTL_OK;
+}
+
+int ctl_partition(struct ctl *c, int argc, char **argv)
+{
+	if (argc < 2)
+		return ctl_usage_error("partition: expected lookup or list");
+	const char *verb = argv[1];
+	if (strcmp(verb, "lookup") == 0)
+		return partition_lookup(c, argc - 1, argv + 1);
+	if (strcmp(verb, "list") == 0)
+		return partition_list(c, argc - 1, argv + 1);
+	return ctl_usage_error("partition: unknown subcommand '%s'", verb);
+}
+
+enum { OPT_FORMAT = 256 };
+
+static int format_opt(int opt, const char *arg, void *ctx)
+{
+	if (opt != OPT_FORMAT)
+		return CTL_USAGE;
+	if (mapping_format_parse(arg, ctx) != 0)
+		return ctl_usage_error("mapping export: --format must be csv, json or geofeed, not '%s'",
+		                       arg);
+	return 0;
+}
+
+int ctl_mapping(struct ctl *c, int argc, char **argv)
+{
+	if (argc < 2)
+		return ctl_usage_error("mapping: expected export");
+	if (strcmp(argv[1], "export") != 0)
+		return ctl_usage_error("mapping: unknown subcommand '%s'", argv[1]);
+	static const struct option longs[] = {
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum mapping_format fmt = MAPPING_FORMAT_CSV;
+	int first;
+	int rc = ctl_getopt(c, argc - 1, argv + 1, "", longs, format_opt, &fmt, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - 1 - first != 0)
+		return ctl_usage_error("mapping export: unexpected argument '%s'", argv[1 + first]);
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	if (mapping_export(c->conf->partitions.mapping, c->conf->partitions.table, fmt, stdout) != 0) {
+		ctl_error("mapping export: cannot write the table to standard output");
+		return CTL_ERROR;
+	}
+	return CTL_OK;
+}
