@@ -50,6 +50,12 @@ struct result {
 	int rcode;       /* >= 0: reply with this error rcode; -1: reply from blob */
 	uint8_t *blob;
 	size_t blob_len;
+	/* normal answers whose CNAME chain enters an EDNS domain: partitioned
+	 * clients continue from target through the EDNS pool */
+	size_t target_len;
+	uint8_t target[WIRE_MAX_NAME];
+	uint8_t *prefix;
+	size_t prefix_len;
 };
 
 void result_release(struct result *r);
@@ -89,6 +95,10 @@ struct job {
 	bool edns;                /* EDNS pool (else normal pool) */
 	struct ecs ecs;           /* EDNS: the partition's mapped identity */
 	struct store_domain rule; /* EDNS: policy and targets */
+	uint8_t start[WIRE_MAX_NAME]; /* EDNS chain job: resolve from here... */
+	size_t start_len;         /* 0 = from qname */
+	uint8_t *prefix;          /* ...and splice after this message (owned) */
+	size_t prefix_len;
 	size_t nforward;          /* EDNS forward: resolved targets */
 	struct conf_addr forward[STORE_MAX_FORWARD];
 	unsigned timeout_ms;

@@ -369,11 +369,6 @@ static void next_nsaddr(struct eres *r)
 
 static void on_ns(struct eres *r, ldns_pkt *pkt)
 {
-	if (log_get_level() >= LOG_DEBUG) {
-		char *txt = ldns_pkt2str(pkt);
-		log_debug("NS answer: %s", txt ? txt : "?");
-		free(txt);
-	}
 	take_nsnames(r, ldns_pkt_answer(pkt), r->zone, r->zone_len);
 	if (r->nns == 0) {
 		eres_fail(r, "zone has no NS records");
@@ -735,8 +730,18 @@ static void start_job(struct ethread *t, struct job *job)
 	r->job = job;
 	r->fd = -1;
 	r->forward = job->rule.policy == CONF_POLICY_FORWARD;
-	memcpy(r->name, job->qname, job->qname_len);
-	r->name_len = job->qname_len;
+	if (job->start_len > 0) {
+		/* a normal name's chain entered an EDNS domain: continue from there */
+		memcpy(r->name, job->start, job->start_len);
+		r->name_len = job->start_len;
+		r->acc = job->prefix;
+		r->acc_len = job->prefix_len;
+		job->prefix = NULL;
+		r->hops = 1;
+	} else {
+		memcpy(r->name, job->qname, job->qname_len);
+		r->name_len = job->qname_len;
+	}
 	r->next = t->list;
 	if (t->list)
 		t->list->prev = r;

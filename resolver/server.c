@@ -12,6 +12,7 @@
 
 #include "partition/partition.h"
 #include "resolver/cache.h"
+#include "resolver/chain.h"
 #include "resolver/control.h"
 #include "resolver/core.h"
 #include "resolver/log.h"
@@ -236,6 +237,7 @@ void result_release(struct result *r)
 {
 	if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
 		free(r->blob);
+		free(r->prefix);
 		free(r);
 	}
 }
@@ -249,8 +251,8 @@ static void job_finish(struct job *job, struct result *r)
 	if (r) {
 		atomic_init(&r->refs, n);
 		if (n == 0) {
-			free(r->blob);
-			free(r);
+			atomic_init(&r->refs, 1);
+			result_release(r);
 			r = NULL;
 		}
 	}
@@ -260,6 +262,7 @@ static void job_finish(struct job *job, struct result *r)
 		worker_post(w->worker, w);
 		w = next;
 	}
+	free(job->prefix);
 	free(job);
 }
 
@@ -280,8 +283,6 @@ void server_job_done(struct job *job, const uint8_t *resp, size_t len)
 		server_job_fail(job, WIRE_RCODE_SERVFAIL);
 		return;
 	}
-	if (ttl > 0)
-		cache_insert(job->srv->cache, job->key, job->klen, blob, blob_len, now_sec(), ttl);
 	struct result *r = calloc(1, sizeof(*r));
 	if (r == NULL) {
 		free(blob);
@@ -291,6 +292,30 @@ void server_job_done(struct job *job, const uint8_t *resp, size_t len)
 	r->rcode = -1;
 	r->blob = blob;
 	r->blob_len = blob_len;
+	if (!job->edns) {
+		/* Does the chain of a normal name enter an EDNS domain? */
+		struct snapshot *s = server_snapshot(job->srv);
+		if (chain_find(s->domains, resp, len, job->qname, job->qname_len, r->target, &r->target_len,
+		               &r->prefix, &r->prefix_len) != 1) {
+			r->target_len = 0;
+			r->prefix = NULL;
+		}
+		snapshot_release(s);
+	}
+	if (ttl > 0) {
+		/* cache value: chain header (or a zero flags byte), then the blob */
+		size_t hdr = r->prefix ? chain_value_header(r->target_len, r->prefix_len) : 1;
+		uint8_t *val = malloc(hdr + blob_len);
+		if (val != NULL) {
+			if (r->prefix)
+				chain_value_write(val, r->target, r->target_len, r->prefix, r->prefix_len);
+			else
+				val[0] = 0;
+			memcpy(val + hdr, blob, blob_len);
+			cache_insert(job->srv->cache, job->key, job->klen, val, hdr + blob_len, now_sec(), ttl);
+			free(val);
+		}
+	}
 	job_finish(job, r);
 }
 

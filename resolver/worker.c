@@ -12,6 +12,7 @@
 #include "mapping/mapping.h"
 #include "partition/partition.h"
 #include "resolver/cache.h"
+#include "resolver/chain.h"
 #include "resolver/log.h"
 
 #define UDP_BATCH 32
@@ -164,6 +165,9 @@ fail:
 }
 
 static void conn_close(struct worker *w, struct tcp_conn *c);
+static struct tcp_conn *conn_by_id(struct worker *w, uint64_t id);
+static void conn_queue(struct worker *w, struct tcp_conn *c, const uint8_t *msg, size_t len);
+static bool conn_flush(struct worker *w, struct tcp_conn *c);
 
 void worker_free(struct worker *w)
 {
@@ -284,14 +288,165 @@ struct hit_ctx {
 	size_t cap;
 	uint32_t now;
 	int len;
+	bool partitioned;       /* the client has a partition with a mapped address */
+	bool chain;             /* out: the chain enters an EDNS domain; see target/prefix */
+	uint8_t target[WIRE_MAX_NAME];
+	size_t target_len;
+	uint8_t *prefix;        /* out: malloc'd copy */
+	size_t prefix_len;
 };
 
 static int hit_write(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg)
 {
 	struct hit_ctx *h = arg;
+	const uint8_t *blob, *target, *prefix;
+	size_t blob_len, target_len, prefix_len;
+	int c = chain_value_parse(val, vlen, &blob, &blob_len, &target, &target_len, &prefix, &prefix_len);
+	if (c < 0)
+		return -EINVAL;
+	if (c == 1 && h->partitioned) {
+		/* A partitioned client continues through the EDNS pool. */
+		h->prefix = malloc(prefix_len);
+		if (h->prefix == NULL)
+			return -ENOMEM;
+		memcpy(h->prefix, prefix, prefix_len);
+		h->prefix_len = prefix_len;
+		memcpy(h->target, target, target_len);
+		h->target_len = target_len;
+		h->chain = true;
+		return 0;
+	}
 	uint32_t age = h->now > stored_at ? h->now - stored_at : 0;
-	h->len = wire_answer_write(h->q, NULL, val, vlen, age, h->echo, h->out, h->cap);
+	h->len = wire_answer_write(h->q, NULL, blob, blob_len, age, h->echo, h->out, h->cap);
 	return 0;
+}
+
+/* Where a query goes: its partition, route and cache key. */
+struct route {
+	unsigned part;                   /* the client's partition (or COMMON) */
+	const struct store_domain *rule; /* EDNS domain rule, NULL = normal */
+	struct ecs mapped;               /* the partition's identity, when rule */
+	bool has_mapped;
+	bool echo;
+	struct ecs echo_ecs;
+	uint8_t key[KEY_MAX];
+	size_t klen;
+};
+
+static void route_key(struct route *rt, const struct wire_query *q, unsigned key_part)
+{
+	uint8_t flags = (q->edns_do ? KEY_FLAG_DO : 0) | ((q->flags & WIRE_FLAG_CD) ? KEY_FLAG_CD : 0);
+	rt->klen = key_build(rt->key, key_part, q->qtype, q->qclass, flags, q->qname_lc, q->qname_len);
+}
+
+static int write_hit(struct worker *w, struct route *rt, struct hit_ctx *h)
+{
+	counter_inc(&w->ctr.hits);
+	counter_inc(&w->pctr[rt->part].hits);
+	uint16_t fl = (uint16_t)((h->out[2] << 8) | h->out[3]);
+	if (fl & WIRE_FLAG_TC)
+		counter_inc(&w->ctr.truncated);
+	count_rcode(w, fl & WIRE_FLAG_RCODE);
+	return h->len;
+}
+
+/*
+ * A miss: wait for (or start) the resolution of rt->key. For an EDNS chain
+ * job, start/prefix say where the EDNS pool continues (prefix is taken).
+ * @return -1 (waiting) or a SERVFAIL reply length.
+ */
+static int start_miss(struct worker *w, const struct client *cl, const struct wire_query *q, struct route *rt,
+                      const uint8_t *start, size_t start_len, uint8_t *prefix, size_t prefix_len,
+                      uint8_t *out, size_t limit)
+{
+	const struct conf *c = w->snap->conf;
+	counter_inc(&w->ctr.misses);
+	struct waiter *wt = calloc(1, sizeof(*wt));
+	if (wt == NULL) {
+		free(prefix);
+		int n = wire_write_error(q, WIRE_RCODE_SERVFAIL, NULL, out, limit);
+		return n > 0 ? n : 0;
+	}
+	wt->worker = w;
+	wt->tcp = cl->tcp;
+	wt->udp_fd = cl->udp_fd;
+	wt->conn_id = cl->conn_id;
+	memcpy(&wt->peer, cl->peer, cl->peer_len);
+	wt->peer_len = cl->peer_len;
+	wt->partition = rt->part;
+	wt->edns_route = rt->rule != NULL;
+	wt->echo = rt->echo;
+	if (rt->echo)
+		wt->echo_ecs = rt->echo_ecs;
+	wt->start_ns = now_ns();
+	wt->q = *q;
+
+	struct job *job;
+	if (server_job_join(w->srv, rt->key, rt->klen, wt, &job) == 0) {
+		free(prefix);
+		counter_inc(&w->ctr.coalesced);
+		return -1;
+	}
+	memcpy(job->qname, q->qname_lc, q->qname_len);
+	job->qname_len = q->qname_len;
+	job->qtype = q->qtype;
+	job->qclass = q->qclass;
+	job->do_bit = q->edns_do;
+	job->cd_bit = (q->flags & WIRE_FLAG_CD) != 0;
+	job->partition = rt->rule ? rt->part : PARTITION_COMMON;
+	job->lim = (struct wire_limits){ .min_ttl = c->cache.min_ttl, .max_ttl = c->cache.max_ttl,
+	                                 .max_negative_ttl = c->cache.max_negative_ttl, .nosoa_ttl = 0 };
+	job->timeout_ms = c->edns.timeout_ms;
+	if (rt->rule) {
+		const struct store_domain *rule = rt->rule;
+		job->edns = true;
+		job->ecs = rt->mapped;
+		job->rule = *rule;
+		if (rule->nforward > 0) {
+			job->nforward = rule->nforward;
+			memcpy(job->forward, rule->forward, rule->nforward * sizeof(job->forward[0]));
+		} else {
+			job->nforward = c->edns.nforward < STORE_MAX_FORWARD ? c->edns.nforward : STORE_MAX_FORWARD;
+			memcpy(job->forward, c->edns.forward, job->nforward * sizeof(job->forward[0]));
+		}
+		if (start_len > 0) {
+			memcpy(job->start, start, start_len);
+			job->start_len = start_len;
+			job->prefix = prefix;
+			job->prefix_len = prefix_len;
+			prefix = NULL;
+		}
+		counter_inc(&w->ctr.edns_queries);
+		counter_inc(&w->pctr[rt->part].edns);
+	} else {
+		counter_inc(&w->ctr.normal_queries);
+	}
+	free(prefix);
+	server_job_dispatch(w->srv, job);
+	return -1;
+}
+
+/*
+ * A normal name whose chain enters an EDNS domain at target, for a
+ * partitioned client: the per-partition answer, or an EDNS chain job.
+ */
+static int continue_chain(struct worker *w, const struct client *cl, const struct wire_query *q,
+                          struct route *rt, const uint8_t *target, size_t target_len, uint8_t *prefix,
+                          size_t prefix_len, uint8_t *out, size_t limit)
+{
+	rt->rule = domains_match(w->snap->domains, target, target_len);
+	if (rt->rule == NULL) { /* unflagged since: the common answer is gone too */
+		route_key(rt, q, PARTITION_COMMON);
+		return start_miss(w, cl, q, rt, NULL, 0, prefix, 0, out, limit);
+	}
+	route_key(rt, q, rt->part);
+	struct hit_ctx h = { .q = q, .echo = rt->echo ? &rt->echo_ecs : NULL, .out = out, .cap = limit,
+	                     .now = now_sec() };
+	if (cache_lookup(server_cache(w->srv), rt->key, rt->klen, h.now, hit_write, &h) >= 0 && h.len > 0) {
+		free(prefix);
+		return write_hit(w, rt, &h);
+	}
+	return start_miss(w, cl, q, rt, target, target_len, prefix, prefix_len, out, limit);
 }
 
 /*
@@ -331,7 +486,7 @@ static int process_query(struct worker *w, const struct client *cl, const uint8_
 		error_rcode = WIRE_RCODE_REFUSED;
 	if (error_rcode < 0 && (q.qtype == 251 || q.qtype == 252)) /* IXFR, AXFR: not a resolver's job */
 		error_rcode = WIRE_RCODE_REFUSED;
-	if (error_rcode < 0 && q.qclass != WIRE_CLASS_IN && q.qclass != 3 /* CH */)
+	if (error_rcode < 0 && q.qclass != WIRE_CLASS_IN)
 		error_rcode = WIRE_RCODE_REFUSED;
 	if (error_rcode >= 0) {
 		count_rcode(w, error_rcode);
@@ -340,115 +495,101 @@ static int process_query(struct worker *w, const struct client *cl, const uint8_
 	}
 
 	/* Classify: the source address, or a trusted frontend's ECS. */
-	bool echo = false;
-	struct ecs echo_ecs;
-	unsigned part;
+	struct route rt;
+	rt.echo = false;
+	rt.rule = NULL;
+	rt.has_mapped = false;
 	if (q.has_ecs && c->edns.ntrusted_ecs > 0 &&
 	    prefix_list_match(c->edns.trusted_ecs, c->edns.ntrusted_ecs, family, addr)) {
-		echo = true;
-		echo_ecs = q.ecs;
+		rt.echo = true;
+		rt.echo_ecs = q.ecs;
 		struct prefix p;
 		ecs_to_prefix(&q.ecs, &p);
 		if (q.ecs.source > 0)
-			part = ptable_lookup(c->partitions.table, p.family, p.addr, NULL);
+			rt.part = ptable_lookup(c->partitions.table, p.family, p.addr, NULL);
 		else
-			part = ptable_lookup(c->partitions.table, family, addr, NULL);
+			rt.part = ptable_lookup(c->partitions.table, family, addr, NULL);
 	} else {
-		part = ptable_lookup(c->partitions.table, family, addr, NULL);
+		rt.part = ptable_lookup(c->partitions.table, family, addr, NULL);
 	}
-	if (part == PARTITION_COMMON) {
+	if (rt.part == PARTITION_COMMON) {
 		if (c->partitions.unmatched == CONF_UNMATCHED_REFUSE) {
 			count_rcode(w, WIRE_RCODE_REFUSED);
 			int n = wire_write_error(&q, WIRE_RCODE_REFUSED, NULL, out, limit);
 			return n > 0 ? n : 0;
 		}
 		if (c->partitions.unmatched == CONF_UNMATCHED_PARTITION)
-			part = c->partitions.unmatched_id;
+			rt.part = c->partitions.unmatched_id;
 	}
-	counter_inc(&w->pctr[part].queries);
+	counter_inc(&w->pctr[rt.part].queries);
 
 	/* Route: EDNS domains of a real partition go per partition. */
-	const struct store_domain *rule = NULL;
-	struct ecs mapped;
-	if (part != PARTITION_COMMON) {
-		rule = domains_match(w->snap->domains, q.qname_lc, q.qname_len);
-		if (rule && mapping_ecs(c->partitions.mapping, part, family, &mapped) != 0)
-			rule = NULL;
-	}
-	unsigned key_part = rule ? part : PARTITION_COMMON;
-	if (echo) /* RFC 7871 §7.2.1: scope says how far our answer holds */
-		echo_ecs.scope = rule ? echo_ecs.source : 0;
-	uint8_t flags = (q.edns_do ? KEY_FLAG_DO : 0) | ((q.flags & WIRE_FLAG_CD) ? KEY_FLAG_CD : 0);
-	uint8_t key[KEY_MAX];
-	size_t klen = key_build(key, key_part, q.qtype, q.qclass, flags, q.qname_lc, q.qname_len);
+	if (rt.part != PARTITION_COMMON)
+		rt.has_mapped = mapping_ecs(c->partitions.mapping, rt.part, family, &rt.mapped) == 0;
+	if (rt.has_mapped)
+		rt.rule = domains_match(w->snap->domains, q.qname_lc, q.qname_len);
+	if (rt.echo) /* RFC 7871 §7.2.1: scope says how far our answer holds */
+		rt.echo_ecs.scope = rt.rule ? rt.echo_ecs.source : 0;
+	route_key(&rt, &q, rt.rule ? rt.part : PARTITION_COMMON);
 
-	struct hit_ctx h = { .q = &q, .echo = echo ? &echo_ecs : NULL, .out = out, .cap = limit,
-	                     .now = now_sec(), .len = 0 };
-	if (cache_lookup(server_cache(w->srv), key, klen, h.now, hit_write, &h) >= 0 && h.len > 0) {
-		counter_inc(&w->ctr.hits);
-		counter_inc(&w->pctr[part].hits);
-		if (rule)
-			counter_inc(&w->pctr[part].edns);
-		uint16_t fl = (uint16_t)((out[2] << 8) | out[3]);
-		if (fl & WIRE_FLAG_TC)
-			counter_inc(&w->ctr.truncated);
-		count_rcode(w, fl & WIRE_FLAG_RCODE);
-		return h.len;
-	}
-	counter_inc(&w->ctr.misses);
-
-	struct waiter *wt = calloc(1, sizeof(*wt));
-	if (wt == NULL) {
-		int n = wire_write_error(&q, WIRE_RCODE_SERVFAIL, NULL, out, limit);
-		return n > 0 ? n : 0;
-	}
-	wt->worker = w;
-	wt->tcp = cl->tcp;
-	wt->udp_fd = cl->udp_fd;
-	wt->conn_id = cl->conn_id;
-	memcpy(&wt->peer, cl->peer, cl->peer_len);
-	wt->peer_len = cl->peer_len;
-	wt->partition = part;
-	wt->edns_route = rule != NULL;
-	wt->echo = echo;
-	if (echo)
-		wt->echo_ecs = echo_ecs;
-	wt->start_ns = now_ns();
-	wt->q = q;
-
-	struct job *job;
-	if (server_job_join(w->srv, key, klen, wt, &job) == 0) {
-		counter_inc(&w->ctr.coalesced);
-		return -1;
-	}
-	memcpy(job->qname, q.qname_lc, q.qname_len);
-	job->qname_len = q.qname_len;
-	job->qtype = q.qtype;
-	job->qclass = q.qclass;
-	job->do_bit = q.edns_do;
-	job->cd_bit = (q.flags & WIRE_FLAG_CD) != 0;
-	job->partition = key_part;
-	job->lim = (struct wire_limits){ .min_ttl = c->cache.min_ttl, .max_ttl = c->cache.max_ttl,
-	                                 .max_negative_ttl = c->cache.max_negative_ttl, .nosoa_ttl = 0 };
-	job->timeout_ms = c->edns.timeout_ms;
-	if (rule) {
-		job->edns = true;
-		job->ecs = mapped;
-		job->rule = *rule;
-		if (rule->nforward > 0) {
-			job->nforward = rule->nforward;
-			memcpy(job->forward, rule->forward, rule->nforward * sizeof(job->forward[0]));
-		} else {
-			job->nforward = c->edns.nforward < STORE_MAX_FORWARD ? c->edns.nforward : STORE_MAX_FORWARD;
-			memcpy(job->forward, c->edns.forward, job->nforward * sizeof(job->forward[0]));
+	struct hit_ctx h = { .q = &q, .echo = rt.echo ? &rt.echo_ecs : NULL, .out = out, .cap = limit,
+	                     .now = now_sec(), .partitioned = rt.has_mapped && rt.rule == NULL };
+	if (cache_lookup(server_cache(w->srv), rt.key, rt.klen, h.now, hit_write, &h) >= 0) {
+		if (h.chain) {
+			if (rt.echo)
+				rt.echo_ecs.scope = rt.echo_ecs.source;
+			return continue_chain(w, cl, &q, &rt, h.target, h.target_len, h.prefix, h.prefix_len, out,
+			                      limit);
 		}
-		counter_inc(&w->ctr.edns_queries);
-		counter_inc(&w->pctr[part].edns);
-	} else {
-		counter_inc(&w->ctr.normal_queries);
+		if (h.len > 0)
+			return write_hit(w, &rt, &h);
 	}
-	server_job_dispatch(w->srv, job);
-	return -1;
+	return start_miss(w, cl, &q, &rt, NULL, 0, NULL, 0, out, limit);
+}
+
+/* A normal answer reached a partitioned waiter whose chain enters an EDNS domain. */
+static bool redo_as_chain(struct worker *w, struct waiter *wt)
+{
+	struct result *r = wt->result;
+	if (r == NULL || r->prefix == NULL || wt->edns_route || wt->partition == PARTITION_COMMON)
+		return false;
+	refresh_snapshot(w);
+	const struct conf *c = w->snap->conf;
+	int family;
+	const uint8_t *addr;
+	struct route rt = { .part = wt->partition, .echo = wt->echo, .echo_ecs = wt->echo_ecs };
+	if (!addr_bytes(&wt->peer, &family, &addr) ||
+	    mapping_ecs(c->partitions.mapping, wt->partition, family, &rt.mapped) != 0)
+		return false;
+	rt.has_mapped = true;
+	if (rt.echo)
+		rt.echo_ecs.scope = rt.echo_ecs.source;
+	uint8_t *prefix = malloc(r->prefix_len);
+	if (prefix == NULL)
+		return false;
+	memcpy(prefix, r->prefix, r->prefix_len);
+	struct client cl = { .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
+	                     .peer_len = wt->peer_len };
+	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, MAX_UDP_REPLY);
+	int len = continue_chain(w, &cl, &wt->q, &rt, r->target, r->target_len, prefix, r->prefix_len,
+	                         w->tcp_reply, limit);
+	if (len > 0) {
+		if (!wt->tcp) {
+			sendto(wt->udp_fd, w->tcp_reply, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&wt->peer,
+			       wt->peer_len);
+		} else {
+			struct tcp_conn *conn = conn_by_id(w, wt->conn_id);
+			if (conn) {
+				conn->pending--;
+				conn_queue(w, conn, w->tcp_reply, (size_t)len);
+				conn_flush(w, conn);
+			}
+		}
+	}
+	/* len < 0: a new waiter took over; a TCP connection's pending count stays. */
+	result_release(r);
+	free(wt);
+	return true;
 }
 
 /* ---- UDP ---- */
@@ -663,6 +804,8 @@ static void tcp_sweep_idle(struct worker *w)
 
 static void deliver(struct worker *w, struct waiter *wt)
 {
+	if (redo_as_chain(w, wt))
+		return;
 	uint8_t *out = w->tcp_reply;
 	size_t cap = wt->tcp ? 65535 : wire_udp_limit(&wt->q, MAX_UDP_REPLY);
 	const struct ecs *echo = wt->echo ? &wt->echo_ecs : NULL;

@@ -90,7 +90,6 @@ fail() {
 # die MSG: a failure that makes the rest of the test meaningless.
 die() {
   fail "$1" "${@:2}"
-  it_dump_logs
   it_done
 }
 
@@ -152,14 +151,16 @@ it_done() {
   exit 0
 }
 
-# it_dump_logs: the tail of every daemon log, for a failure report.
+# it_dump_logs: the tail of every daemon log, for a failure report
+# (partdns' own log at length, the others' last lines).
 it_dump_logs() {
   [ -n "$IT_TMP" ] && [ -d "$IT_TMP" ] || return 0
-  local f
+  local f n
   for f in "$IT_TMP"/*.log "$IT_TMP"/*/*.log; do
     [ -s "$f" ] || continue
-    printf '# ---- %s (last 30 lines)\n' "${f#"$IT_TMP"/}"
-    tail -n 30 "$f" | sed 's/^/#   /'
+    n=12; [ "${f##*/}" != partdns.log ] || n=80
+    printf '# ---- %s (last %d lines)\n' "${f#"$IT_TMP"/}" "$n"
+    tail -n "$n" "$f" | sed 's/^/#   /'
   done
 }
 
@@ -446,6 +447,8 @@ server:
   client-subnet-always-forward: yes
   max-client-subnet-ipv4: 32
   qname-minimisation: no
+  # test. is a built-in local zone (RFC 6761): resolve it like any other
+  local-zone: "test." nodefault
 remote-control:
   control-enable: yes
   control-use-cert: no
