@@ -12,12 +12,17 @@
 #include "resolver/ub.h"
 
 #define NORMAL_MAX_INFLIGHT 100000
+/* libunbound keeps trying unresponsive servers for a long time; a client
+ * gets SERVFAIL after this instead of silence (its retry asks again). */
+#define NORMAL_DEADLINE_NS (4ull * 1000000000ull)
 
 /* A job while libunbound works on it; linked so shutdown can fail it. */
 struct pending {
 	struct pending *prev, *next;
 	struct pool_normal *pool;
 	struct job *job;
+	int async_id;
+	uint64_t start_ns;
 };
 
 struct pool_normal {
@@ -133,13 +138,13 @@ static void start_job(struct pool_normal *p, struct job *job)
 	}
 	pd->pool = p;
 	pd->job = job;
+	pd->start_ns = now_ns();
 	pd->next = p->head.next;
 	pd->prev = &p->head;
 	p->head.next->prev = pd;
 	p->head.next = pd;
 	counter_inc(&p->ctr.ub_lookups);
-	int id;
-	int rc = ub_resolve_async(p->ctx, name, job->qtype, job->qclass, pd, resolved, &id);
+	int rc = ub_resolve_async(p->ctx, name, job->qtype, job->qclass, pd, resolved, &pd->async_id);
 	if (rc != 0) {
 		log_warn("libunbound cannot take %s: %s", name, ub_strerror(rc));
 		pending_unlink(pd);
@@ -149,12 +154,30 @@ static void start_job(struct pool_normal *p, struct job *job)
 	}
 }
 
+/* Fail what has waited past the deadline; the oldest are at the tail. */
+static void expire(struct pool_normal *p)
+{
+	uint64_t now = now_ns();
+	while (p->head.prev != &p->head) {
+		struct pending *pd = p->head.prev;
+		if (now - pd->start_ns < NORMAL_DEADLINE_NS)
+			break;
+		ub_cancel(p->ctx, pd->async_id);
+		pending_unlink(pd);
+		atomic_fetch_sub(&p->inflight, 1);
+		counter_inc(&p->ctr.upstream_timeouts);
+		server_job_fail(pd->job, WIRE_RCODE_SERVFAIL);
+		free(pd);
+	}
+}
+
 static void *pool_main(void *arg)
 {
 	struct pool_normal *p = arg;
 	struct epoll_event ev[8];
 	while (!server_stopping(p->srv)) {
-		int n = epoll_wait(p->epfd, ev, 8, 1000);
+		int n = epoll_wait(p->epfd, ev, 8, 100);
+		expire(p);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u32 == 0) {
 				struct mq_node *m = mq_take_all(&p->jobs);
