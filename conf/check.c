@@ -367,7 +367,7 @@ static void resolve_unmatched(struct loader *L)
 		if (id > 0) {
 			c->partitions.unmatched = CONF_UNMATCHED_PARTITION;
 			c->partitions.unmatched_id = (unsigned)id;
-		} else {
+		} else if (!L->include_failed) { /* else it may be in the unread file */
 			conf_key_set(L, "partitions.unmatched");
 			conf_error(
 			    L, st->unmatched_node, true,

@@ -297,6 +297,7 @@ void conf_include_load(struct loader *L)
 		conf_error(L, st->include_node, false, "cannot read include file '%s': %s", path,
 		           rc == -EINVAL ? "not a regular file" : strerror(-rc));
 		conf_key_pop(L, saved);
+		L->include_failed = true;
 		return;
 	}
 	rc = conf_ydoc_parse(&L->docs[1], buf, len, path, 1, &L->diag);

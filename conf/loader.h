@@ -36,11 +36,12 @@ struct conf_state {
 struct loader {
 	struct ydiag diag;
 	struct conf_state st;
-	const char *name;   /* the main file as shown in messages */
-	char *dir;          /* directory of the main file for includes, NULL = cwd */
-	struct ydoc docs[2]; /* main, include */
+	const char *name;     /* the main file as shown in messages */
+	char *dir;            /* directory of the main file for includes, NULL = cwd */
+	struct ydoc docs[2];  /* main, include */
 	unsigned ndocs;
-	bool yaml_failed;   /* some file was not well-formed */
+	bool yaml_failed;     /* some file was not well-formed */
+	bool include_failed;  /* the partitions include could not be read */
 	bool oom;
 	char key[LOADER_KEY_MAX];
 	size_t keylen;

@@ -86,18 +86,21 @@ _Static_assert(sizeof(enum conf_policy) == sizeof(int), "ST_ENUM stores an int")
 /* clang-format off */
 #define CS struct conf_state
 static const struct sitem server_items[] = {
-	{ .name = "listen", .type = ST_TARGET, LST(CS, conf.server.listen, conf.server.nlisten, SF_NONEMPTY),
+	{ .name = "listen", .type = ST_TARGET,
+	  LST(CS, conf.server.listen, conf.server.nlisten, SF_NONEMPTY),
 	  .min = 53, .defs = listen_defs },
-	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.server.threads), .min = 0, .max = 256, .def = "2" },
+	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.server.threads),
+	  .min = 0, .max = 256, .def = "2" },
 	{ .name = "allow", .type = ST_PREFIX, LST(CS, conf.server.allow, conf.server.nallow, 0),
 	  .defs = allow_defs },
 	{ .name = "control", .type = ST_PATH, FLD(CS, conf.server.control),
 	  .def = "/run/partdns/control.sock" },
-	{ .name = "store", .type = ST_PATH, FLD(CS, conf.server.store), .def = "/var/lib/partdns" },
-	{ .name = "tcp_idle_ms", .type = ST_UINT, FLD(CS, conf.server.tcp_idle_ms), .min = 100,
-	  .max = 600000, .def = "10000" },
-	{ .name = "tcp_max_clients", .type = ST_UINT, FLD(CS, conf.server.tcp_max_clients), .min = 1,
-	  .max = 100000, .def = "1000" },
+	{ .name = "store", .type = ST_PATH, FLD(CS, conf.server.store),
+	  .def = "/var/lib/partdns" },
+	{ .name = "tcp_idle_ms", .type = ST_UINT, FLD(CS, conf.server.tcp_idle_ms),
+	  .min = 100, .max = 600000, .def = "10000" },
+	{ .name = "tcp_max_clients", .type = ST_UINT, FLD(CS, conf.server.tcp_max_clients),
+	  .min = 1, .max = 100000, .def = "1000" },
 	{ .name = NULL },
 };
 
@@ -105,10 +108,12 @@ static const struct sitem server_items[] = {
 #define TTL_MAX 2147483647u
 
 static const struct sitem cache_items[] = {
-	{ .name = "max_bytes", .type = ST_SIZE, FLD(CS, conf.cache.max_bytes), .min = MIB, .max = TIB,
-	  .def = "256M" },
-	{ .name = "min_ttl", .type = ST_UINT, FLD(CS, conf.cache.min_ttl), .max = TTL_MAX, .def = "0" },
-	{ .name = "max_ttl", .type = ST_UINT, FLD(CS, conf.cache.max_ttl), .max = TTL_MAX, .def = "86400" },
+	{ .name = "max_bytes", .type = ST_SIZE, FLD(CS, conf.cache.max_bytes),
+	  .min = MIB, .max = TIB, .def = "256M" },
+	{ .name = "min_ttl", .type = ST_UINT, FLD(CS, conf.cache.min_ttl),
+	  .max = TTL_MAX, .def = "0" },
+	{ .name = "max_ttl", .type = ST_UINT, FLD(CS, conf.cache.max_ttl),
+	  .max = TTL_MAX, .def = "86400" },
 	{ .name = "max_negative_ttl", .type = ST_UINT, FLD(CS, conf.cache.max_negative_ttl),
 	  .max = TTL_MAX, .def = "3600" },
 	{ .name = NULL },
@@ -117,8 +122,8 @@ static const struct sitem cache_items[] = {
 #define FZ struct conf_forward_zone
 static const struct sitem zone_items[] = {
 	{ .name = "name", .type = ST_DNAME, .flags = SF_REQUIRED, FLD(FZ, name) },
-	{ .name = "servers", .type = ST_TARGET, LST(FZ, servers, nservers, SF_REQUIRED | SF_NONEMPTY),
-	  .min = 53 },
+	{ .name = "servers", .type = ST_TARGET,
+	  LST(FZ, servers, nservers, SF_REQUIRED | SF_NONEMPTY), .min = 53 },
 	{ .name = NULL },
 };
 
@@ -133,15 +138,16 @@ static const struct sitem resolver_items[] = {
 };
 
 static const struct sitem edns_items[] = {
-	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.edns.threads), .min = 1, .max = 64, .def = "1" },
+	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.edns.threads),
+	  .min = 1, .max = 64, .def = "1" },
 	{ .name = "policy", .type = ST_ENUM, FLD(CS, conf.edns.policy), .enums = policy_enums,
 	  .def = "iterate" },
 	{ .name = "forward", .type = ST_TARGET, LST(CS, conf.edns.forward, conf.edns.nforward, 0),
 	  .min = 53 },
-	{ .name = "timeout_ms", .type = ST_UINT, FLD(CS, conf.edns.timeout_ms), .min = 50, .max = 60000,
-	  .def = "1500" },
-	{ .name = "max_inflight", .type = ST_UINT, FLD(CS, conf.edns.max_inflight), .min = 1,
-	  .max = 1000000, .def = "1000" },
+	{ .name = "timeout_ms", .type = ST_UINT, FLD(CS, conf.edns.timeout_ms),
+	  .min = 50, .max = 60000, .def = "1500" },
+	{ .name = "max_inflight", .type = ST_UINT, FLD(CS, conf.edns.max_inflight),
+	  .min = 1, .max = 1000000, .def = "1000" },
 	{ .name = "trusted_ecs", .type = ST_PREFIX,
 	  LST(CS, conf.edns.trusted_ecs, conf.edns.ntrusted_ecs, 0) },
 	{ .name = NULL },
@@ -156,7 +162,8 @@ static const struct sitem part_items[] = {
 	{ .name = "region", .type = ST_REGION, FLD(CP, region) },
 	{ .name = "city", .type = ST_TEXT, FLD(CP, city) },
 	{ .name = "postal", .type = ST_TEXT, FLD(CP, postal) },
-	{ .name = "mapped", .type = ST_ADDR4, .flags = SF_NODE, FLD(CP, mapped), NODE(CP, mapped_node) },
+	{ .name = "mapped", .type = ST_ADDR4, .flags = SF_NODE, FLD(CP, mapped),
+	  NODE(CP, mapped_node) },
 	{ .name = "mapped6", .type = ST_PREFIX6, .flags = SF_NODE, FLD(CP, mapped6),
 	  NODE(CP, mapped6_node) },
 	{ .name = "prefixes", .type = ST_PREFIX, LST(CP, prefixes, nprefixes, SF_NODE),
@@ -166,15 +173,16 @@ static const struct sitem part_items[] = {
 
 static void partitions_done(struct loader *L, const struct ynode *n);
 
-/* The partitions section, and (without include) the top of an included file. */
 static const struct sitem partitions_items[] = {
 	{ .name = "unmatched", .type = ST_STR, .flags = SF_NODE, FLD(CS, unmatched),
 	  NODE(CS, unmatched_node), .def = "common" },
-	{ .name = "include", .type = ST_PATH, .flags = SF_NODE, FLD(CS, include), NODE(CS, include_node) },
+	{ .name = "include", .type = ST_PATH, .flags = SF_NODE, FLD(CS, include),
+	  NODE(CS, include_node) },
 	{ .name = "list", SEC(part_items), LST(CS, parts, nparts, SF_NODE), NODE(CS, list_node) },
 	{ .name = NULL },
 };
 
+/* The top of an included partitions file: the same fields, no further include. */
 static const struct sitem include_items[] = {
 	{ .name = "unmatched", .type = ST_STR, .flags = SF_NODE, FLD(CS, unmatched),
 	  NODE(CS, unmatched_node) },

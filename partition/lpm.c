@@ -33,7 +33,7 @@
  * earlier ones therefore leaves the longest match in every slot, and the
  * prefixes below one slot form one contiguous run of the sorted array.
  */
-#define DIR_BITS 16
+#define DIR_BITS 18
 #define DIR_SIZE (1u << DIR_BITS)
 #define DIR_NODE 0x80000000u
 #define STRIDE 6

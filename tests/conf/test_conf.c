@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests of the config loader: values, defaults, every message (data/err_*.yaml), includes, scale. */
+/* Tests of the config loader: values, defaults, each message (data/err_*.yaml), includes, scale. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>

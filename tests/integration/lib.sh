@@ -158,9 +158,15 @@ it_dump_logs() {
   local f n
   for f in "$IT_TMP"/*.log "$IT_TMP"/*/*.log; do
     [ -s "$f" ] || continue
-    n=12; [ "${f##*/}" != partdns.log ] || n=80
-    printf '# ---- %s (last %d lines)\n' "${f#"$IT_TMP"/}" "$n"
-    tail -n "$n" "$f" | sed 's/^/#   /'
+    case $f in
+      */knot-*) # knotd: only what went wrong
+        grep -qE 'warning|error|critical' "$f" || continue
+        printf '# ---- %s (warnings and errors)\n' "${f#"$IT_TMP"/}"
+        grep -E 'warning|error|critical' "$f" | grep -v 'database storage' | tail -n 8 | sed 's/^/#   /' ;;
+      *) n=15; [ "${f##*/}" != partdns.log ] || n=80
+        printf '# ---- %s (last %d lines)\n' "${f#"$IT_TMP"/}" "$n"
+        tail -n "$n" "$f" | sed 's/^/#   /' ;;
+    esac
   done
 }
 
@@ -539,6 +545,8 @@ gslb_queries() { knot_queries gslb; }
 #   PD_THREADS      server.threads                    2
 pd_write_conf() {
   local f=$1
+  # defaults set here: quotes inside ${X:-...} in a here-document are removed
+  local allow=${PD_ALLOW:-'[ 127.0.0.0/8, "::1/128" ]'}
   mkdir -p "$IT_TMP/store"
   {
     cat <<EOF
@@ -546,7 +554,7 @@ pd_write_conf() {
 server:
   listen: [ "$PD_ADDR@$PD_PORT" ]
   threads: ${PD_THREADS:-2}
-  allow: ${PD_ALLOW:-[ 127.0.0.0/8, "::1/128" ]}
+  allow: $allow
   control: $IT_TMP/control.sock
   store: $IT_TMP/store
 resolver:

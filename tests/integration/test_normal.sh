@@ -23,7 +23,7 @@ done <<'ROWS'
 127.0.3.10 plain.customer.example A 203.0.113.11
 127.0.1.10 txt.customer.example TXT "partdns integration test"
 127.0.1.10 video.customer.example CNAME video.cdn.test.
-127.0.2.10 ns.cdn.test A @NET@
+127.0.2.10 ns.cdn.test A @NET@.4
 ROWS
 
 # NXDOMAIN with the SOA in the authority section, then from the cache

@@ -465,8 +465,8 @@ static void test_clock(void **state)
 		const char *msg;
 	} rows[] = {
 		{ 1, 128 * KiB, true, 0, 100, "one shard: exact FIFO among cold" },
-		{ 4, 256 * KiB, true, 15, 100, "four shards" },
-		{ 64, 1024 * KiB, true, 25, 100, "64 shards: uneven per-shard waves" },
+		{ 4, 256 * KiB, true, 5, 100, "four shards" },
+		{ 64, 1024 * KiB, true, 10, 100, "64 shards: uneven per-shard waves" },
 		{ 1, 128 * KiB, false, 0, 0, "control: untouched hot set is evicted" },
 	};
 	enum { VLEN = 100 };
@@ -843,7 +843,7 @@ static void test_model(void **state)
 			} else if (op < 90) {
 				size_t vlen = (size_t)rand_r(&seed) % (VMAX + 1);
 				uint8_t vs = (uint8_t)rand_r(&seed);
-				uint32_t ttl = (uint32_t)rand_r(&seed) % 20; /* 0 = not stored */
+				uint32_t ttl = (uint32_t)rand_r(&seed) % 200; /* 0 = not stored */
 				for (size_t i = 0; i < vlen; i++)
 					val[i] = (uint8_t)(vs + i);
 				int ret = cache_insert(c, (const uint8_t *)key, strlen(key), val, vlen, now,

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <poll.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdlib.h>
 

@@ -126,7 +126,7 @@ int control_request(const char *path, const char *request, int timeout_ms, char 
 		snprintf(msg, msgsize, "bad control request (empty, too long, or with a newline)");
 		return -EINVAL;
 	}
-	int fd;
+	int fd = -1;
 	int err = connect_unix(path, timeout_ms, &fd);
 	if (err != 0) {
 		snprintf(msg, msgsize, "cannot connect to control socket %s: %s (is partdns running?)",
@@ -142,8 +142,8 @@ int control_request(const char *path, const char *request, int timeout_ms, char 
 		snprintf(msg, msgsize, "cannot send to control socket %s: %s", path, strerror(-err));
 		return err;
 	}
-	char *reply;
-	size_t len;
+	char *reply = NULL;
+	size_t len = 0;
 	err = recv_all(fd, timeout_ms, &reply, &len);
 	close(fd);
 	if (err == -ETIMEDOUT) {
