@@ -51,8 +51,12 @@ int chain_find(const struct domains *d, const uint8_t *resp, size_t len, const u
 		ldns_pkt_set_rd(p, ldns_pkt_rd(pkt));
 		ldns_pkt_set_ra(p, true);
 		ldns_pkt_set_rcode(p, LDNS_RCODE_NOERROR);
-		ldns_pkt_push_rr_list(p, LDNS_SECTION_QUESTION, ldns_rr_list_clone(ldns_pkt_question(pkt)));
+		/* push_rr_list moves the records, not the list itself */
+		ldns_rr_list *question = ldns_rr_list_clone(ldns_pkt_question(pkt));
+		ldns_pkt_push_rr_list(p, LDNS_SECTION_QUESTION, question);
+		ldns_rr_list_free(question);
 		ldns_pkt_push_rr_list(p, LDNS_SECTION_ANSWER, hops);
+		ldns_rr_list_free(hops);
 		hops = NULL;
 		if (ldns_pkt2wire(prefix, p, prefix_len) != LDNS_STATUS_OK) {
 			rc = -ENOMEM;

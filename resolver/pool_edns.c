@@ -91,6 +91,9 @@ struct eres {
 	uint8_t nsnames[MAX_NSNAMES][WIRE_MAX_NAME];
 	size_t nsname_len[MAX_NSNAMES];
 	int nns, ns_i;
+	uint64_t give_up_ns;         /* whole resolution: SERVFAIL after this */
+	int ub_id;                   /* libunbound lookup in flight (st != E_QUERY) */
+	bool ub_busy;
 	/* upstream exchange */
 	int fd;
 	bool tcp, tcp_sent;
@@ -297,10 +300,11 @@ static void ub_lookup(struct eres *r, const uint8_t *name, size_t len, uint16_t 
 		return;
 	}
 	counter_inc(&r->t->ctr.ub_lookups);
-	int id;
-	int rc = ub_resolve_async(r->t->ctx, text, type, LDNS_RR_CLASS_IN, r, ub_done, &id);
+	int rc = ub_resolve_async(r->t->ctx, text, type, LDNS_RR_CLASS_IN, r, ub_done, &r->ub_id);
 	if (rc != 0)
 		eres_fail(r, ub_strerror(rc));
+	else
+		r->ub_busy = true;
 }
 
 static void on_soa(struct eres *r, ldns_pkt *pkt)
@@ -406,6 +410,7 @@ static void on_addr(struct eres *r, ldns_pkt *pkt)
 static void ub_done(void *arg, int err, struct ub_result *res)
 {
 	struct eres *r = arg;
+	r->ub_busy = false;
 	ldns_pkt *pkt = NULL;
 	if (err != 0 || res == NULL || res->answer_packet == NULL ||
 	    ldns_wire2pkt(&pkt, res->answer_packet, (size_t)res->answer_len) != LDNS_STATUS_OK) {
@@ -729,6 +734,8 @@ static void start_job(struct ethread *t, struct job *job)
 	r->t = t;
 	r->job = job;
 	r->fd = -1;
+	/* a few upstream attempts' worth, then SERVFAIL rather than silence */
+	r->give_up_ns = now_ns() + 3ull * job->timeout_ms * 1000000ull;
 	r->forward = job->rule.policy == CONF_POLICY_FORWARD;
 	if (job->start_len > 0) {
 		/* a normal name's chain entered an EDNS domain: continue from there */
@@ -756,7 +763,13 @@ static void check_timeouts(struct ethread *t)
 	struct eres *r = t->list;
 	while (r) {
 		struct eres *next = r->next;
-		if (r->st == E_QUERY && r->fd >= 0 && now > r->deadline_ns) {
+		if (now > r->give_up_ns) {
+			if (r->ub_busy)
+				ub_cancel(t->ctx, r->ub_id);
+			r->ub_busy = false;
+			counter_inc(&t->ctr.upstream_timeouts);
+			eres_fail(r, "resolution took too long");
+		} else if (r->st == E_QUERY && r->fd >= 0 && now > r->deadline_ns) {
 			counter_inc(&t->ctr.upstream_timeouts);
 			next_server(r, "timeout");
 		}

@@ -407,7 +407,8 @@ static int start_miss(struct worker *w, const struct client *cl, const struct wi
 			memcpy(job->forward, rule->forward, rule->nforward * sizeof(job->forward[0]));
 		} else {
 			job->nforward = c->edns.nforward < STORE_MAX_FORWARD ? c->edns.nforward : STORE_MAX_FORWARD;
-			memcpy(job->forward, c->edns.forward, job->nforward * sizeof(job->forward[0]));
+			if (job->nforward > 0)
+				memcpy(job->forward, c->edns.forward, job->nforward * sizeof(job->forward[0]));
 		}
 		if (start_len > 0) {
 			memcpy(job->start, start, start_len);
