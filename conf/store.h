@@ -62,6 +62,17 @@ const char *store_strerror(int err);
 
 /* ---- Added by the store implementation (extensions; the above is unchanged). ---- */
 
+/*
+ * Notes on the functions above:
+ * - store_foreach holds a read transaction while fn runs; fn may call
+ *   store_get/store_version but must not write to the same store.
+ * - store_put/store_del on a store opened readonly return -EROFS; they
+ *   return -EINVAL for a name that is empty or not normalized.
+ * - Files are created 0640 and directories 0750, and LMDB writes its lock
+ *   file even for readers: the daemon and partdnsctl must run as the same
+ *   user (or root) to share a store.
+ */
+
 /* Map size a store starts with; it grows (doubling) when a write fills it. */
 #define STORE_MAPSIZE_DEFAULT ((size_t)64 << 20)
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 /*
@@ -59,6 +60,8 @@ struct lpm_fib {
 	size_t nnodes, cap_nodes;
 	struct lpm_leaf *leaves;
 	size_t nleaves, cap_leaves;
+	void *arena; /* when set, dir, nodes and leaves live in it (see pack()) */
+	size_t arena_size;
 };
 
 struct lpm {
@@ -172,10 +175,53 @@ struct lpm *lpm_new(void)
 
 static void fib_free(struct lpm_fib *f)
 {
+	if (f->arena != NULL) {
+		free(f->arena);
+	} else {
+		free(f->dir);
+		free(f->nodes);
+		free(f->leaves);
+	}
+	memset(f, 0, sizeof(*f));
+}
+
+/*
+ * Move the compiled arrays into one block, on transparent huge pages when
+ * large: lookups touch it at random, and with 4 KiB pages nearly every
+ * access of a big table also misses the TLB. Without the block (no memory)
+ * the separate arrays stay, which only costs speed.
+ */
+static void pack(struct lpm_fib *f)
+{
+	const size_t huge = (size_t)2 << 20;
+	size_t dir_bytes = DIR_SIZE * sizeof(*f->dir);
+	size_t node_bytes = f->nnodes * sizeof(*f->nodes);
+	size_t size = dir_bytes + node_bytes + f->nleaves * sizeof(*f->leaves);
+	void *a = NULL;
+	if (size >= huge) {
+		size = (size + huge - 1) & ~(huge - 1);
+		if (posix_memalign(&a, huge, size) != 0)
+			return;
+		/* Only a hint; the kernel may say no. */
+		(void)madvise(a, size, MADV_HUGEPAGE);
+	} else if ((a = malloc(size)) == NULL) {
+		return;
+	}
+	uint8_t *b = a;
+	memcpy(b, f->dir, dir_bytes);
+	if (node_bytes != 0)
+		memcpy(b + dir_bytes, f->nodes, node_bytes);
+	memcpy(b + dir_bytes + node_bytes, f->leaves, f->nleaves * sizeof(*f->leaves));
 	free(f->dir);
 	free(f->nodes);
 	free(f->leaves);
-	memset(f, 0, sizeof(*f));
+	f->dir = (uint32_t *)(void *)b;
+	f->nodes = (struct lpm_node *)(void *)(b + dir_bytes);
+	f->leaves = (struct lpm_leaf *)(void *)(b + dir_bytes + node_bytes);
+	f->cap_nodes = f->nnodes;
+	f->cap_leaves = f->nleaves;
+	f->arena = a;
+	f->arena_size = size;
 }
 
 void lpm_free(struct lpm *t)
@@ -398,17 +444,7 @@ static int fib_build(struct lpm *t, int family, struct lpm_fib *f)
 		f->dir[s] = (uint32_t)f->nleaves - 1;
 	}
 
-	/* Give back the doubling slack; failure to shrink is harmless. */
-	void *p = realloc(f->nodes, (f->nnodes ? f->nnodes : 1) * sizeof(*f->nodes));
-	if (p != NULL) {
-		f->nodes = p;
-		f->cap_nodes = f->nnodes ? f->nnodes : 1;
-	}
-	p = realloc(f->leaves, f->nleaves * sizeof(*f->leaves));
-	if (p != NULL) {
-		f->leaves = p;
-		f->cap_leaves = f->nleaves;
-	}
+	pack(f);
 	rc = 0;
 out:
 	free(keys);
@@ -523,6 +559,10 @@ size_t lpm_memory(const struct lpm *t)
 	           t->hash_cap * sizeof(*t->hash);
 	for (int i = 0; i < 2; i++) {
 		const struct lpm_fib *f = &t->fib[i];
+		if (f->arena != NULL) {
+			m += f->arena_size;
+			continue;
+		}
 		if (f->dir != NULL)
 			m += DIR_SIZE * sizeof(*f->dir);
 		m += f->cap_nodes * sizeof(*f->nodes) + f->cap_leaves * sizeof(*f->leaves);

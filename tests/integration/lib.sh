@@ -19,7 +19,7 @@
 #   NET.3  knotd  customer.example.
 #   NET.4  knotd  cdn.test. with mod-geoip (subnet mode, ECS on): the GSLB
 #   NET.5  unbound, subnetcache, sends ECS to NET.4: reference ECS recursor
-#   NET.53@5301   partdns under test
+#   NET.53@PORT   partdns under test (PORT = 5301 + N for NET 127.10.N), also ::1@PORT
 #
 # What the servers saw -- how and why:
 #   * Counting: every knotd loads mod-stats, and knot_query_count NAME reads
@@ -58,6 +58,7 @@ NET=""
 IT_PASS=0
 IT_FAIL=0
 IT_HAVE_DNSTAP=0
+IT_HAVE_IPV6=0
 declare -A IT_PIDS=()      # name -> pid of every daemon we started
 declare -A IT_CONF=()      # knot server name -> config file
 declare -A IT_ADDR=()      # knot server name -> its address
@@ -84,7 +85,7 @@ fail() {
   printf 'FAIL - %s\n' "$1"
   shift
   local line
-  for line in "$@"; do printf '       %s\n' "$line"; done
+  for line in "$@"; do printf '%s\n' "$line" | sed 's/^/       /'; done
 }
 
 # die MSG: a failure that makes the rest of the test meaningless.
@@ -142,6 +143,16 @@ assert_lt() {
 # check at all fails: it proved nothing.
 it_done() {
   trap - ERR
+  # every test ends with a clean stop: a sanitizer build reports leaks and
+  # errors at exit, and a crash shows as a non-zero status
+  if [ -n "$PD_PID" ]; then
+    partdns_stop
+    assert_eq "partdns exits 0 on SIGTERM at the end of the test" "0" "$PD_EXIT_STATUS"
+  fi
+  if [ -n "$IT_TMP" ] && [ -s "$IT_TMP/partdns.log" ]; then
+    assert_eq "no sanitizer report in partdns' log" "" \
+      "$(grep -E '(Address|Leak|UndefinedBehavior|Thread)Sanitizer|runtime error:' "$IT_TMP/partdns.log" | head -n 3)"
+  fi
   printf '%s: %d passed, %d failed\n' "${IT_NAME:-it}" "$IT_PASS" "$IT_FAIL"
   if [ "$IT_FAIL" -ne 0 ] || [ "$IT_PASS" -eq 0 ]; then
     [ "$IT_FAIL" -ne 0 ] || echo "no check was made"
@@ -190,6 +201,8 @@ harness_init() {
   harness_pick_net
   log "$IT_NAME: tmp $IT_TMP, hierarchy on $NET.0/24"
   PD_ADDR=$NET.53
+  # ::1 on lo (a container may have IPv6 off): partdns also listens there
+  if grep -q '^0\{31\}1 .* lo$' /proc/net/if_inet6 2>/dev/null; then IT_HAVE_IPV6=1; fi
   if [ -z "$KNOT_MODULE_DIR" ]; then
     KNOT_MODULE_DIR=$(ls -d /usr/lib/*/knot/modules-* 2>/dev/null | head -n 1)
   fi
@@ -211,6 +224,7 @@ harness_pick_net() {
       if ! ss -Hlnu 2>/dev/null | awk '{print $4}' | grep -q "^127\.10\.$n\.[0-9]*:53$" &&
          ! ss -Hlnt 2>/dev/null | awk '{print $4}' | grep -q "^127\.10\.$n\.[0-9]*:53$"; then
         NET=127.10.$n
+        PD_PORT=$((5301 + n))   # ::1 is shared by all harnesses: one port each
         return 0
       fi
     fi
@@ -224,6 +238,8 @@ harness_pick_net() {
 harness_cleanup() {
   local rc=$?
   trap - EXIT
+  # a reader that went away (| head) must not stop the clean-up half-way
+  trap '' PIPE
   local name
   [ -z "$PD_PID" ] || it_stop_pid "$PD_PID" 5
   for name in "${!IT_PIDS[@]}"; do
@@ -547,12 +563,14 @@ pd_write_conf() {
   local f=$1
   # defaults set here: quotes inside ${X:-...} in a here-document are removed
   local allow=${PD_ALLOW:-'[ 127.0.0.0/8, "::1/128" ]'}
+  local listen="[ \"$PD_ADDR@$PD_PORT\" ]"
+  [ "$IT_HAVE_IPV6" = 0 ] || listen="[ \"$PD_ADDR@$PD_PORT\", \"::1@$PD_PORT\" ]"
   mkdir -p "$IT_TMP/store"
   {
     cat <<EOF
 # partdns config written by tests/integration/lib.sh for $IT_NAME
 server:
-  listen: [ "$PD_ADDR@$PD_PORT" ]
+  listen: $listen
   threads: ${PD_THREADS:-2}
   allow: $allow
   control: $IT_TMP/control.sock
@@ -604,7 +622,7 @@ partdns_start() {
   PD_PID=$!
   local i
   for ((i = 0; i < 400; i++)); do
-    if ! kill -0 "$PD_PID" 2>/dev/null; then
+    if ! partdns_alive; then
       wait "$PD_PID"; local st=$?
       PD_PID=""
       die "partdns exited during start-up (status $st)" "$(tail -n 20 "$IT_TMP/partdns.log")"
@@ -635,11 +653,13 @@ partdns_alive() {
     [ "$(ps -o stat= -p "$PD_PID" 2>/dev/null | cut -c1)" != Z ]
 }
 
-# pd_dig CLIENT ARGS...: dig at partdns from source address CLIENT.
+# pd_dig CLIENT ARGS...: dig at partdns from source address CLIENT (an IPv6
+# CLIENT, i.e. ::1, asks partdns' ::1 listener).
 pd_dig() {
-  local client=$1
+  local client=$1 server=$PD_ADDR
   shift
-  dig +time="$PD_DIG_TIME" +tries=1 -b "$client" @"$PD_ADDR" -p "$PD_PORT" "$@" 2>&1
+  case $client in *:*) server=::1 ;; esac
+  dig +time="$PD_DIG_TIME" +tries=1 -b "$client" @"$server" -p "$PD_PORT" "$@" 2>&1
 }
 
 # dig_a CLIENT NAME [DIG-ARGS...]: the A records of the answer, sorted, one a

@@ -14,6 +14,7 @@ assert_contains "domain list shows the target" "$NET.5" "$list"
 partdns_start "$PD_CONF"
 
 all_out=""
+c0=$(gslb_query_count)
 for row in "127.0.1.10 nanjing 203.0.113.1" "127.0.2.10 suzhou 203.0.113.2" \
            "127.0.3.10 wuxi 203.0.113.3"; do
   set -- $row
@@ -25,6 +26,7 @@ done
 
 # cache hit in partdns' own partition cache: neither unbound nor the GSLB asked
 before=$(gslb_query_count)
+assert_lt "the misses above reached the GSLB (query count $c0 -> $before: the counter works)" "$before" "$c0"
 ub_before=$(unbound-control -c "$IT_TMP/unbound/unbound.conf" stats_noreset 2>/dev/null |
             awk -F= '$1 == "total.num.queries" {print $2}')
 for row in "127.0.1.11 203.0.113.1" "127.0.2.11 203.0.113.2" "127.0.3.11 203.0.113.3"; do

@@ -11,6 +11,7 @@ assert_contains "domain list shows the exact flag" "video.customer.example" "$(p
 partdns_start "$PD_CONF"
 
 all_out=""   # every response to a stub, to check for ECS at the end
+c0=$(gslb_query_count)
 
 # client, its partition, the node its city's GSLB answer names
 for row in "127.0.1.10 nanjing 203.0.113.1" "127.0.2.10 suzhou 203.0.113.2" \
@@ -24,9 +25,19 @@ for row in "127.0.1.10 nanjing 203.0.113.1" "127.0.2.10 suzhou 203.0.113.2" \
     "$(printf '%s\n' "$out" | awk '$4 == "CNAME" {print $5}')"
   assert_eq "status for $1 ($2)" "NOERROR" "$(printf '%s\n' "$out" | sed -n 's/.*status: \([A-Z]*\),.*/\1/p')"
 done
+# an IPv6 client: ::1 is in wuxi; wuxi has no mapped6, so its IPv4 mapped address goes out
+if [ "$IT_HAVE_IPV6" = 1 ]; then
+  out=$(pd_dig ::1 video.customer.example A)
+  all_out+=$out
+  assert_eq "video.customer.example from ::1 (wuxi, over IPv6)" "203.0.113.3" \
+    "$(printf '%s\n' "$out" | awk '$4 == "A" && $1 !~ /^;/ {print $5}')"
+else
+  log "no ::1 on lo: IPv6 client check not made"
+fi
 
 # cache hit: another nanjing client, the GSLB is not asked again
 before=$(gslb_query_count)
+assert_lt "the misses above reached the GSLB (query count $c0 -> $before: the counter works)" "$before" "$c0"
 ttl1=$(dig_ttl 127.0.1.10 video.customer.example A)
 sleep 2
 out=$(pd_dig 127.0.1.11 video.customer.example A)

@@ -10,7 +10,7 @@ harness_start_unbound
 ms=$((($(date +%s%N) - t0) / 1000000))
 assert_lt "hierarchy + GSLB + unbound up in < 5000 ms" 5000 "$ms"
 
-# a: the A records of dig ARGS... (sorted); sa: the same with +short semantics
+# a ARGS...: the A records of a dig answer, sorted
 a() { dig +time=2 +tries=1 "$@" A +noall +answer 2>&1 | awk '$4 == "A" {print $5}' | sort; }
 
 # the hierarchy, server by server

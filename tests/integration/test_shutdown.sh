@@ -26,7 +26,7 @@ for sig in TERM INT; do
   assert_lt "SIG$sig: exited within 5 s (took $ms ms)" 5000 "$ms"
   exec 5>&-
   kill "$digpid" 2>/dev/null; wait "$digpid" 2>/dev/null
-  listening=$( { ss -Hlnu; ss -Hlnt; } | awk '{print $4}' | grep -Fx "$PD_ADDR:$PD_PORT")
+  listening=$( { ss -Hlnu; ss -Hlnt; } | awk '{print $4}' | grep -Fx -e "$PD_ADDR:$PD_PORT" -e "[::1]:$PD_PORT")
   assert_eq "SIG$sig: the port is released" "" "$listening"
 done
 it_done

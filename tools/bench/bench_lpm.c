@@ -171,6 +171,7 @@ struct options {
 	size_t lookups;
 	unsigned rounds;
 	uint64_t seed;
+	const char *only; /* run only tables whose name contains this */
 };
 
 /* Build one table, measure it, print its row. @return 0, or 1 when a check failed. */
@@ -265,7 +266,8 @@ static void usage(FILE *f)
 	           "  --smoke      tiny tables, one round: checks that it runs (ctest)\n"
 	           "  --lookups N  addresses per round (default 1000000)\n"
 	           "  --rounds R   rounds per measurement, best and median reported (default 7)\n"
-	           "  --seed S     random seed (default 1)\n");
+	           "  --seed S     random seed (default 1)\n"
+	           "  --only TEXT  only the tables whose name contains TEXT\n");
 }
 
 static int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -285,7 +287,8 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "smoke", no_argument, NULL, 'S' },   { "lookups", required_argument, NULL, 'n' },
 		{ "rounds", required_argument, NULL, 'r' }, { "seed", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },    { NULL, 0, NULL, 0 },
+		{ "only", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 	uint64_t v;
@@ -315,6 +318,9 @@ int main(int argc, char **argv)
 			}
 			o.seed = v;
 			break;
+		case 'o':
+			o.only = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -342,6 +348,7 @@ int main(int argc, char **argv)
 	printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
 	int rc = 0;
 	for (size_t i = 0; i < nspecs; i++)
-		rc |= bench_one(&specs[i], &o);
+		if (o.only == NULL || strstr(specs[i].name, o.only) != NULL)
+			rc |= bench_one(&specs[i], &o);
 	return rc;
 }
