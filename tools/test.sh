@@ -37,14 +37,17 @@ step "fuzz targets (clang, libFuzzer, short runs)"
 CC=clang cmake -S "$SRC" -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON \
   -DSANITIZE=address,undefined -DBUILD_TESTING=ON >/dev/null
 cmake --build build-fuzz -j "$JOBS"
-for f in build-fuzz/tests/*/fuzz_*; do
-  [ -x "$f" ] || continue
-  name=$(basename "$f"); name=${name#fuzz_}
-  corpus=$(find tests -type d -path "*/corpus/$name" | head -1)
+# Each target with its own corpus (listed by CMake), copied so the fuzzer's
+# finds stay out of the tree.
+while read -r bin corpus; do
+  if [ ! -x "$bin" ] || [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then
+    echo "fuzz target $bin: missing binary or empty corpus $corpus" >&2
+    exit 1
+  fi
   work=$(mktemp -d)
   cp -r "$corpus"/. "$work"/
-  echo "fuzzing $name for 20 s (corpus $corpus)"
-  "$f" -max_total_time=20 -print_final_stats=0 "$work" 2>&1 | tail -2
+  echo "fuzzing $(basename "$bin") for 20 s (corpus $corpus)"
+  "$bin" -max_total_time=20 -print_final_stats=0 "$work" 2>&1 | tail -2
   rm -rf "$work"
-done
+done < build-fuzz/fuzz-targets.txt
 echo "all tests passed"
