@@ -44,6 +44,8 @@ struct tcp_conn {
 	unsigned pending;      /* queries waiting for a pool */
 	uint64_t last_ns;
 	bool closing;          /* peer closed its side: close once replies are out */
+	bool dead;             /* closed; freed after the current event batch */
+	struct tcp_conn *next_dead;
 };
 
 struct worker {
@@ -58,6 +60,7 @@ struct worker {
 	struct ev *udp;        /* per listen address */
 	struct ev *tcp;
 	struct tcp_conn **conns;
+	struct tcp_conn *dead;  /* closed this batch: later events may still name them */
 	uint32_t *conn_gen;
 	size_t max_conns, nconns;
 	unsigned tcp_idle_ms;
@@ -165,6 +168,7 @@ fail:
 }
 
 static void conn_close(struct worker *w, struct tcp_conn *c);
+static void free_dead_conns(struct worker *w);
 static struct tcp_conn *conn_by_id(struct worker *w, uint64_t id);
 static void conn_queue(struct worker *w, struct tcp_conn *c, const uint8_t *msg, size_t len);
 static bool conn_flush(struct worker *w, struct tcp_conn *c);
@@ -178,6 +182,7 @@ void worker_free(struct worker *w)
 			if (w->conns[i])
 				conn_close(w, w->conns[i]);
 	}
+	free_dead_conns(w);
 	/* Replies that arrived after the loop ended. */
 	if (w->replies.efd >= 0) {
 		struct mq_node *n = mq_take_all(&w->replies);
@@ -650,6 +655,8 @@ static struct tcp_conn *conn_by_id(struct worker *w, uint64_t id)
 
 static void conn_close(struct worker *w, struct tcp_conn *c)
 {
+	if (c->dead)
+		return;
 	size_t slot = (size_t)(c->id & 0xffffffffu);
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
@@ -660,7 +667,18 @@ static void conn_close(struct worker *w, struct tcp_conn *c)
 	}
 	w->conns[slot] = NULL;
 	w->nconns--;
-	free(c);
+	c->dead = true;
+	c->next_dead = w->dead;
+	w->dead = c;
+}
+
+static void free_dead_conns(struct worker *w)
+{
+	while (w->dead) {
+		struct tcp_conn *c = w->dead;
+		w->dead = c->next_dead;
+		free(c);
+	}
 }
 
 static void conn_update_events(struct worker *w, struct tcp_conn *c)
@@ -879,6 +897,8 @@ static void *worker_main(void *arg)
 				break;
 			case EV_TCP_CONN: {
 				struct tcp_conn *c = ev->ptr;
+				if (c->dead)
+					break;
 				if (events[i].events & (EPOLLERR | EPOLLHUP)) {
 					/* replies still pending are dropped: conn_by_id fails */
 					conn_close(w, c);
@@ -902,6 +922,7 @@ static void *worker_main(void *arg)
 			tcp_sweep_idle(w);
 			last_sweep = now;
 		}
+		free_dead_conns(w);
 	}
 	return NULL;
 }
