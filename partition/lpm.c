@@ -13,17 +13,18 @@
  * Compiled form, one per family (the layout of poptrie, Asai and Ohara,
  * SIGCOMM 2015, with leaf pushing and controlled prefix expansion):
  *
- * - dir: 2^16 entries indexed by the first 16 address bits. An entry with
- *   DIR_NODE set is a node index, otherwise a leaf index.
+ * - dir: 2^18 entries indexed by the first 18 address bits (so a /24 is
+ *   one node below it). An entry with DIR_NODE set is a node index,
+ *   otherwise a leaf index.
  * - nodes: 6-bit strides (64 slots). Bit s of `vector` says slot s has a
  *   child node; the children of a node are stored consecutively from
  *   base_node in slot order, so popcount(vector up to s) - 1 is the child's
  *   offset. Bit s of `leafvec` says leaf slot s holds a different leaf than
  *   the previous leaf slot; each such run is stored once from base_leaf,
  *   found by popcount(leafvec up to s) - 1. A node is 24 bytes, so a
- *   lookup touches one cache line per level: IPv4 needs the direct entry
- *   and at most three nodes (16+6+6+6 bits, the last level padded with zero
- *   bits), IPv6 at most nineteen.
+ *   lookup touches about one cache line per level: IPv4 needs the direct
+ *   entry, at most three nodes (18+6+6+6 bits, the last level padded with
+ *   zero bits) and the leaf; IPv6 at most nineteen nodes.
  * - leaves: the value and the index of the prefix it came from, so a
  *   lookup can report the matched prefix, or LPM_NONE for no match.
  *
@@ -122,22 +123,21 @@ static inline unsigned bits_at(uint64_t hi, uint64_t lo, unsigned d)
 	return (unsigned)(lo << (d - (64 - STRIDE))) & (FANOUT - 1);
 }
 
-/* Make room for need elements of size elem in *ptr (capacity *cap), doubling. */
-static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
+/*
+ * Room for need elements of size elem in array p of capacity *cap, doubling.
+ * @return the array (maybe moved), or NULL with p and *cap unchanged.
+ */
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
-		return 0;
+		return p;
 	size_t n = *cap ? *cap : 16;
 	while (n < need)
 		n *= 2;
-	if (n > SIZE_MAX / elem)
-		return -ENOMEM;
-	void *p = realloc(*ptr, n * elem);
-	if (p == NULL)
-		return -ENOMEM;
-	*ptr = p;
+	if (n > SIZE_MAX / elem || (p = realloc(p, n * elem)) == NULL)
+		return NULL;
 	*cap = n;
-	return 0;
+	return p;
 }
 
 static size_t hash_prefix(const struct prefix *p)
@@ -267,12 +267,17 @@ int lpm_insert(struct lpm *t, const struct prefix *p, uint32_t value, uint32_t *
 	}
 
 	if (t->count == t->cap) {
-		size_t pcap = t->cap, vcap = t->cap;
-		if (grow((void **)&t->prefixes, &pcap, t->count + 1, sizeof(*t->prefixes)) != 0 ||
-		    grow((void **)&t->values, &vcap, t->count + 1, sizeof(*t->values)) != 0)
+		/* cap only grows once both arrays have. */
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct prefix *np = realloc(t->prefixes, cap * sizeof(*np));
+		if (np == NULL)
 			return -ENOMEM;
-		/* Both arrays now hold at least the smaller capacity. */
-		t->cap = pcap < vcap ? pcap : vcap;
+		t->prefixes = np;
+		uint32_t *nv = realloc(t->values, cap * sizeof(*nv));
+		if (nv == NULL)
+			return -ENOMEM;
+		t->values = nv;
+		t->cap = cap;
 	}
 	t->prefixes[t->count] = m;
 	t->values[t->count] = value;
@@ -295,13 +300,27 @@ static int cmp_key(const void *a, const void *b)
 static int append_leaf(struct builder *b, uint32_t index)
 {
 	struct lpm_fib *f = b->fib;
-	if (f->nleaves >= MAX_ENTRIES ||
-	    grow((void **)&f->leaves, &f->cap_leaves, f->nleaves + 1, sizeof(*f->leaves)) != 0)
+	struct lpm_leaf *l = f->nleaves < MAX_ENTRIES
+		? grow(f->leaves, &f->cap_leaves, f->nleaves + 1, sizeof(*l)) : NULL;
+	if (l == NULL)
 		return -ENOMEM;
+	f->leaves = l;
 	f->leaves[f->nleaves++] = index == LPM_NONE
 		? (struct lpm_leaf){ .value = LPM_NONE, .index = LPM_NONE }
 		: (struct lpm_leaf){ .value = b->values[index], .index = index };
 	return 0;
+}
+
+/* Reserve k consecutive nodes. @return the index of the first, or -ENOMEM. */
+static int64_t alloc_nodes(struct lpm_fib *f, size_t k)
+{
+	struct lpm_node *nodes = f->nnodes + k < MAX_ENTRIES
+		? grow(f->nodes, &f->cap_nodes, f->nnodes + k, sizeof(*nodes)) : NULL;
+	if (nodes == NULL)
+		return -ENOMEM;
+	f->nodes = nodes;
+	f->nnodes += k;
+	return (int64_t)(f->nnodes - k);
 }
 
 /*
@@ -350,12 +369,10 @@ static int build_node(struct builder *b, size_t nid, const struct sort_key *keys
 		have_prev = true;
 	}
 
-	unsigned nchild = popcount64(vector);
-	size_t base_node = f->nnodes;
-	if (base_node + nchild >= MAX_ENTRIES ||
-	    grow((void **)&f->nodes, &f->cap_nodes, base_node + nchild, sizeof(*f->nodes)) != 0)
+	/* The children are reserved before any of them is filled: they must be consecutive. */
+	int64_t base_node = alloc_nodes(f, popcount64(vector));
+	if (base_node < 0)
 		return -ENOMEM;
-	f->nnodes += nchild;
 	f->nodes[nid] = (struct lpm_node){
 		.vector = vector,
 		.leafvec = leafvec,
@@ -363,7 +380,7 @@ static int build_node(struct builder *b, size_t nid, const struct sort_key *keys
 		.base_node = (uint32_t)base_node,
 	};
 
-	size_t c = base_node;
+	size_t c = (size_t)base_node;
 	for (unsigned s = 0; s < FANOUT; s++) {
 		if (!(vector & (1ull << s)))
 			continue;
@@ -375,7 +392,7 @@ static int build_node(struct builder *b, size_t nid, const struct sort_key *keys
 	return 0;
 }
 
-/* Compile the prefixes of one family into t->fib[which]. */
+/* Compile the prefixes of t in family into f. @return 0 or -ENOMEM (f then empty). */
 static int fib_build(struct lpm *t, int family, struct lpm_fib *f)
 {
 	size_t n = 0;
@@ -423,14 +440,9 @@ static int fib_build(struct lpm *t, int family, struct lpm_fib *f)
 		while (j < n && (uint32_t)(keys[j].hi >> (64 - DIR_BITS)) == v)
 			j++;
 		/* Everything covering slot v sorts before keys[i], so top[v] is final. */
-		size_t nid = f->nnodes;
-		if (grow((void **)&f->nodes, &f->cap_nodes, nid + 1, sizeof(*f->nodes)) != 0)
+		int64_t nid = alloc_nodes(f, 1);
+		if (nid < 0 || build_node(&b, (size_t)nid, keys + i, j - i, DIR_BITS, top[v]) != 0)
 			goto out;
-		f->nnodes++;
-		rc = build_node(&b, nid, keys + i, j - i, DIR_BITS, top[v]);
-		if (rc != 0)
-			goto out;
-		rc = -ENOMEM;
 		f->dir[v] = DIR_NODE | (uint32_t)nid;
 		i = j;
 	}

@@ -19,12 +19,15 @@ void lpm_free(struct lpm *t);
 /**
  * Add a prefix with its value (any value but LPM_NONE). Not after lpm_build().
  * @param existing out, optional: on -EEXIST the value already stored for it.
- * @return 0, -EEXIST (same prefix already present), -EINVAL, -ENOMEM.
+ * @return 0, -EEXIST (same prefix already present), -EINVAL (unknown family,
+ *         length too long, host bits set, value LPM_NONE, or after
+ *         lpm_build), -ENOMEM.
  */
 int lpm_insert(struct lpm *t, const struct prefix *p, uint32_t value, uint32_t *existing);
 
 /**
- * Compile the table for lookups; call once after the last insert.
+ * Compile the table for lookups; call once after the last insert (a second
+ * call does nothing). On -ENOMEM the table stays unbuilt.
  * @return 0 or -ENOMEM.
  */
 int lpm_build(struct lpm *t);

@@ -27,8 +27,11 @@ int ptable_add(struct ptable *t, const char *name);
 
 /**
  * Add a prefix to partition id. Not after ptable_build().
- * @param other out, optional: on -EEXIST the partition holding the same prefix.
- * @return 0, -EEXIST, -ENOENT (no such id), -ENOMEM.
+ * @param other out, optional: on -EEXIST the partition holding the same prefix
+ *              (id itself when the prefix is repeated within one partition).
+ * @return 0, -EEXIST, -ENOENT (no such id, or PARTITION_COMMON), -EINVAL (p
+ *         malformed: unknown family, length too long or host bits set; or
+ *         called after ptable_build), -ENOMEM.
  */
 int ptable_add_prefix(struct ptable *t, unsigned id, const struct prefix *p, unsigned *other);
 
@@ -46,7 +49,7 @@ unsigned ptable_lookup(const struct ptable *t, int family, const uint8_t *addr, 
 /** @return the name of id ("common" for PARTITION_COMMON), or NULL. Valid while t lives. */
 const char *ptable_name(const struct ptable *t, unsigned id);
 
-/** @return the id of name, or -ENOENT. */
+/** @return the id of name (PARTITION_COMMON for "common"), or -ENOENT. */
 int ptable_find(const struct ptable *t, const char *name);
 
 /** Number of partitions, not counting PARTITION_COMMON; ids run 1..size. */
@@ -57,7 +60,8 @@ size_t ptable_prefix_count(const struct ptable *t, unsigned id, int family);
 
 /**
  * Call fn for each prefix of partition id, in insertion order; stops early
- * when fn returns non-zero and returns that value. @return 0 or fn's value.
+ * when fn returns non-zero and returns that value. PARTITION_COMMON and
+ * unknown ids have no prefixes. @return 0 or fn's value.
  */
 int ptable_foreach_prefix(const struct ptable *t, unsigned id,
                           int (*fn)(const struct prefix *p, void *arg), void *arg);

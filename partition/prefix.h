@@ -39,13 +39,14 @@ int prefix_parse_addr(const char *text, struct prefix *out);
 
 /**
  * Canonical text: RFC 5952 for IPv6, "ADDR/LEN" always.
- * @return length written (without NUL) or -ENOSPC.
+ * @return length written (without NUL), -ENOSPC (nothing written past size),
+ *         or -EINVAL (family neither AF_INET nor AF_INET6).
  */
 int prefix_format(const struct prefix *p, char *buf, size_t size);
 
 /**
  * The address alone, without "/LEN".
- * @return length written (without NUL) or -ENOSPC.
+ * @return length written (without NUL), -ENOSPC or -EINVAL, as prefix_format.
  */
 int prefix_format_addr(const struct prefix *p, char *buf, size_t size);
 

@@ -262,7 +262,7 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_lpm [--smoke] [--lookups N] [--rounds R] [--seed S]\n"
+	fprintf(f, "usage: bench_lpm [--smoke] [--lookups N] [--rounds R] [--seed S] [--only TEXT]\n"
 	           "  --smoke      tiny tables, one round: checks that it runs (ctest)\n"
 	           "  --lookups N  addresses per round (default 1000000)\n"
 	           "  --rounds R   rounds per measurement, best and median reported (default 7)\n"
