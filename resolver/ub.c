@@ -64,7 +64,9 @@ struct ub_ctx *ub_from_conf(const struct conf *c)
 		}
 	}
 	if (c->resolver.trust_anchor && c->resolver.trust_anchor[0]) {
-		rc = ub_ctx_add_ta_autr(ctx, c->resolver.trust_anchor);
+		/* a DS/DNSKEY file read as is: the daemon never writes it (RFC 5011
+		 * rollover is the packaging's job, e.g. Debian's dns-root-data) */
+		rc = ub_ctx_add_ta_file(ctx, c->resolver.trust_anchor);
 		if (rc != 0) {
 			log_err("resolver.trust_anchor '%s': %s", c->resolver.trust_anchor, ub_strerror(rc));
 			goto fail;
