@@ -368,6 +368,8 @@ EOF2
       echo "  - domain: \"$z\""
       [ "$name" != gslb ] || echo "    module: mod-geoip/gslb"
       [ "$z" != . ] || echo "    file: root.zone"
+      # IT_SIGN_ROOT=1: knotd signs the root (keys made on load) for DNSSEC tests
+      [ "$z" != . ] || [ "${IT_SIGN_ROOT:-0}" != 1 ] || echo "    dnssec-signing: on"
     done
   } > "$dir/knot.conf"
   IT_CONF[$name]=$dir/knot.conf

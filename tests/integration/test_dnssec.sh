@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# resolver.trust_anchor: with the signed root's key, answers from the root
+# validate (AD) and insecure delegations still resolve; with a wrong key
+# nothing validates and resolution fails with SERVFAIL.
+. "$(dirname "$0")/lib.sh"
+harness_init dnssec
+IT_SIGN_ROOT=1
+harness_start_all
+pd_require_bins
+
+# The root's DNSKEYs, as knotd generated them, are the trust anchor.
+for ((i = 0; i < 50; i++)); do
+  dig +time=1 +tries=1 +norecurse @"$NET.1" . DNSKEY +noall +answer > "$IT_TMP/root.key" 2>/dev/null
+  grep -q DNSKEY "$IT_TMP/root.key" && break
+  sleep 0.1
+done
+grep -q DNSKEY "$IT_TMP/root.key" || die "the signed root published no DNSKEY"
+
+pd_write_conf "$IT_TMP/partdns.yaml"
+sed -i "s|^resolver:|resolver:\n  trust_anchor: $IT_TMP/root.key|" "$PD_CONF"
+partdns_start "$PD_CONF"
+out=$(pd_dig 127.0.9.9 . SOA +dnssec)
+assert_contains "root SOA resolves" "status: NOERROR" "$out"
+assert_contains "root SOA is validated (AD)" " ad" "$(printf '%s\n' "$out" | grep '^;; flags:')"
+assert_contains "with DO the RRSIG comes along" "RRSIG" "$out"
+out=$(pd_dig 127.0.9.9 . SOA +noadflag)
+assert_not_contains "without DO or AD in the query: no AD (RFC 6840 5.8)" " ad" "$(printf '%s\n' "$out" | grep '^;; flags:')"
+out=$(pd_dig 127.0.9.9 www.customer.example A +dnssec)
+assert_contains "insecure delegation still resolves" "203.0.113.10" "$out"
+assert_not_contains "insecure answer has no AD" " ad" "$(printf '%s\n' "$out" | grep '^;; flags:')"
+partdns_stop
+assert_eq "clean exit" 0 "$PD_EXIT_STATUS"
+
+# A wrong key: change the key material of every DNSKEY.
+awk '$4 == "DNSKEY" { $NF = "AAAA" substr($NF, 5) } { print }' "$IT_TMP/root.key" > "$IT_TMP/wrong.key"
+pd_write_conf "$IT_TMP/wrong.yaml"
+sed -i "s|^resolver:|resolver:\n  trust_anchor: $IT_TMP/wrong.key|" "$PD_CONF"
+partdns_start "$PD_CONF"
+assert_eq "a wrong anchor: the root does not validate" "SERVFAIL" "$(dig_rcode 127.0.9.9 . SOA)"
+assert_eq "a wrong anchor: nothing below it either" "SERVFAIL" "$(dig_rcode 127.0.9.9 www.customer.example A)"
+out=$(pd_dig 127.0.9.9 www.customer.example A +cd)
+assert_contains "CD=1 (checking disabled) still gets the data" "203.0.113.10" "$out"
+partdns_stop
+assert_eq "clean exit" 0 "$PD_EXIT_STATUS"
+it_done
