@@ -782,7 +782,8 @@ static void *ethread_main(void *arg)
 	struct ethread *t = arg;
 	struct epoll_event ev[64];
 	while (!server_stopping(t->pool->srv)) {
-		int n = epoll_wait(t->epfd, ev, 64, 20);
+		/* timers only matter while something is in flight: idle means asleep */
+		int n = epoll_wait(t->epfd, ev, 64, t->list ? 20 : 1000);
 		for (int i = 0; i < n; i++) {
 			struct eev *e = ev[i].data.ptr;
 			if (e->kind == EEV_JOBS) {

@@ -176,7 +176,7 @@ static void *pool_main(void *arg)
 	struct pool_normal *p = arg;
 	struct epoll_event ev[8];
 	while (!server_stopping(p->srv)) {
-		int n = epoll_wait(p->epfd, ev, 8, 100);
+		int n = epoll_wait(p->epfd, ev, 8, p->head.next != &p->head ? 100 : 1000);
 		expire(p);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u32 == 0) {
