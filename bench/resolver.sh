@@ -19,23 +19,30 @@
 #   * runs BENCH_ROUNDS interleaved rounds.  Every round uses one client
 #     address (127.0.1.10, 127.0.2.10, 127.0.3.10 in turn: one partition per
 #     round, the same source for all three cases) and rotates the order of
-#     the cases:  ub-common  = Unbound, c-names;
+#     the cases (so that over 9 rounds each partition meets each order):
+#                 ub-common  = Unbound, c-names;
 #                 pd-common  = partdns, c-names (not flagged: common cache);
 #                 pd-part    = partdns, e-names (flagged: partition cache).
 #     Per case: a saturation run (dnsperf -q BENCH_Q for BENCH_SAT_SECS) and
 #     a fixed-rate run (-Q BENCH_RATE for BENCH_RATE_SECS) during which the
 #     server's CPU time is read from /proc (all threads) and divided by the
 #     queries answered;
+#   * (BENCH_CALLGRIND=1, valgrind installed) restarts both servers under
+#     callgrind and counts the user-space instructions per hit of each case:
+#     exact, and deaf to the other load of a shared machine, which makes the
+#     wall-clock and CPU-time figures swing by 10-15 % from run to run;
 #   * prints a markdown table of medians, spreads and ratios on stdout
 #     (progress and per-run lines on stderr), and checks at the end that no
 #     query of the measured runs was a cache miss.
 #
 # Environment knobs (defaults in brackets):
-#   BENCH_ROUNDS [5]  BENCH_SAT_SECS [6]  BENCH_RATE [20000]  BENCH_RATE_SECS [5]
+#   BENCH_ROUNDS [9]  BENCH_SAT_SECS [3]  BENCH_RATE [20000]  BENCH_RATE_SECS [3]
 #   BENCH_Q [200]  BENCH_NAMES [1000]  BENCH_PIN [1]  BENCH_DNSPERF_OPTS [""]
 #   BENCH_RAW [unset: a file to append the per-run lines to]
-#   BENCH_PERF [unset: a directory; after the rounds, `perf record` of each
-#               server during one more saturation run of each case]
+#   BENCH_CALLGRIND [1: also count instructions per query under callgrind]
+#   BENCH_PROFILE [unset: a directory; after the rounds, `perf record` of each
+#               case during one more saturation run, and callgrind_annotate
+#               output of the callgrind runs, are written there]
 
 set -u -o pipefail
 
@@ -43,10 +50,10 @@ BENCH_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${1:-$BENCH_SRC/build}
 case $BUILD_DIR in /*) ;; *) BUILD_DIR=$PWD/$BUILD_DIR ;; esac
 
-ROUNDS=${BENCH_ROUNDS:-5}
-SAT_SECS=${BENCH_SAT_SECS:-6}
+ROUNDS=${BENCH_ROUNDS:-9}
+SAT_SECS=${BENCH_SAT_SECS:-3}
 RATE=${BENCH_RATE:-20000}
-RATE_SECS=${BENCH_RATE_SECS:-5}
+RATE_SECS=${BENCH_RATE_SECS:-3}
 OUTSTANDING=${BENCH_Q:-200}
 NAMES=${BENCH_NAMES:-1000}
 PIN=${BENCH_PIN:-1}
@@ -225,9 +232,10 @@ ub_stat() { unbound-control -c "$UB_DIR/unbound.conf" stats_noreset 2>/dev/null 
 
 # pass SERVER CLIENT FILE: one pass of FILE, dies unless every query is answered NOERROR.
 pass() {
-  local out
-  out=$(dnsperf -s "$1" -p "$PD_PORT" -a "$2" -d "$3" -n 1 -q 20 -t 3 $DNSPERF_OPTS 2>&1)
-  [ "$(dp_field "$out" completed)" = "$NAMES" ] && [ "$(dp_field "$out" codes)" = "NOERROR $NAMES (100.00%)" ] ||
+  local out n
+  n=$(wc -l < "$3")
+  out=$(dnsperf -s "$1" -p "$PD_PORT" -a "$2" -d "$3" -n 1 -q 20 -t 5 $DNSPERF_OPTS 2>&1)
+  [ "$(dp_field "$out" completed)" = "$n" ] && [ "$(dp_field "$out" codes)" = "NOERROR $n (100.00%)" ] ||
     bdie "warm-up pass of ${3##*/} at $1 from $2 not all NOERROR: $(dp_field "$out" completed) completed, codes $(dp_field "$out" codes)"
 }
 bmsg "warming the caches ($NAMES c-names on both, $NAMES e-names on partdns from each partition)"
@@ -257,9 +265,10 @@ bmsg "idle CPU: partdns $PD_IDLE us/s, unbound $UB_IDLE us/s"
 
 # ---------------------------------------------------------------- measurement
 
-declare -A SAT=() SATCPU=() SATBUSY=() FIX=() LOST=()
+declare -A SAT=() SATCPU=() SATBUSY=() SATCAP=() FIX=() LOST=()
 
 # run_case CASE ROUND CLIENT MODE: one dnsperf run; records into the arrays.
+# shellcheck disable=SC2034  # the arrays are read through namerefs (vals, paired)
 run_case() {
   local case=$1 round=$2 cl=$3 mode=$4 srv pid file out c0 c1 t0 t1 n lost qps
   case $case in
@@ -287,6 +296,7 @@ run_case() {
     :
   elif [ "$mode" = sat ]; then
     SAT[$key]=$qps; SATCPU[$key]=$us_q; SATBUSY[$key]=$busy
+    SATCAP[$key]=$(awk -v u="$us_q" 'BEGIN {printf "%.0f", 1000000 / u}')
   else
     FIX[$key]=$us_q
   fi
@@ -302,9 +312,11 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 bmsg "$ROUNDS rounds: saturation ${SAT_SECS}s -q $OUTSTANDING, fixed rate $RATE qps for ${RATE_SECS}s"
 for ((r = 1; r <= ROUNDS; r++)); do
   cl=127.0.$(( (r - 1) % 3 + 1 )).10
-  # rotate the order of the cases from round to round
+  # rotate the order of the cases from round to round, and again every
+  # three rounds, so that each partition meets each order (over 9 rounds)
+  shift_by=$(( (r - 1) + (r - 1) / 3 ))
   order=()
-  for ((i = 0; i < ${#CASES[@]}; i++)); do order+=("${CASES[$(( (i + r - 1) % ${#CASES[@]} ))]}"); done
+  for ((i = 0; i < ${#CASES[@]}; i++)); do order+=("${CASES[$(( (i + shift_by) % ${#CASES[@]} ))]}"); done
   for cs in "${order[@]}"; do run_case "$cs" "$r" "$cl" sat; done
   for cs in "${order[@]}"; do run_case "$cs" "$r" "$cl" fix; done
 done
@@ -316,19 +328,106 @@ HITS_ONLY="partdns misses +$((pd_miss2 - pd_miss1)), unbound cache misses +$((ub
 bmsg "$HITS_ONLY"
 
 # Optional profile: one more saturation run per case under perf record.
-if [ -n "${BENCH_PERF:-}" ] && command -v perf >/dev/null 2>&1; then
-  mkdir -p "$BENCH_PERF"
+if [ -n "${BENCH_PROFILE:-}" ] && command -v perf >/dev/null 2>&1; then
+  mkdir -p "$BENCH_PROFILE"
   for cs in "${CASES[@]}"; do
     case $cs in ub-*) pid=$UB_PID ;; *) pid=$PD_PID ;; esac
-    perf record -q -g -p "$pid" -o "$BENCH_PERF/$cs.data" -- sleep "$SAT_SECS" >/dev/null 2>&1 &
+    perf record -q -g -p "$pid" -o "$BENCH_PROFILE/$cs.data" -- sleep "$SAT_SECS" >/dev/null 2>&1 &
     perf_pid=$!
     sleep 0.3
     run_case "$cs" perf 127.0.1.10 sat
     wait "$perf_pid"
-    perf report -i "$BENCH_PERF/$cs.data" --no-children --sort symbol --stdio 2>/dev/null |
-      grep -v '^#' | grep '%' | head -n 40 > "$BENCH_PERF/$cs.top.txt"
-    bmsg "perf profile of $cs: $BENCH_PERF/$cs.top.txt"
+    perf report -i "$BENCH_PROFILE/$cs.data" --no-children --sort symbol --stdio 2>/dev/null |
+      grep -v '^#' | grep '%' | head -n 40 > "$BENCH_PROFILE/$cs.top.txt"
+    bmsg "perf profile of $cs: $BENCH_PROFILE/$cs.top.txt"
   done
+fi
+
+# Instructions per query (callgrind): user-space instructions of the whole
+# server process, exact and immune to the other load on the machine; the
+# kernel's share (syscalls, loopback) is not in it.  Both servers restart
+# under valgrind, are warmed on a CG_NAMES subset, then for each case the
+# counters are zeroed, CG_PASSES passes are sent, and the counters dumped.
+CG_DONE=0
+declare -A CG_LOW=() CG_SAT=()
+if [ "${BENCH_CALLGRIND:-1}" = 1 ] && command -v valgrind >/dev/null 2>&1 &&
+   command -v callgrind_control >/dev/null 2>&1; then
+  CG_NAMES=$(( NAMES < 200 ? NAMES : 200 ))
+  CG_PASSES=10
+  head -n "$CG_NAMES" "$QDIR/common.txt" > "$QDIR/cg-common.txt"
+  head -n "$CG_NAMES" "$QDIR/part.txt" > "$QDIR/cg-part.txt"
+  bmsg "callgrind: restarting both servers under valgrind ($CG_NAMES names, $CG_PASSES passes per case)"
+  partdns_stop
+  it_stop_pid "$UB_PID" 5
+  unset "IT_PIDS[bench-unbound]"
+  REAL_PARTDNS=$PARTDNS_BIN
+  cat > "$QDIR/partdns-callgrind" <<EOF2
+#!/bin/sh
+exec valgrind -q --tool=callgrind --callgrind-out-file=$QDIR/cg-partdns.out "$REAL_PARTDNS" "\$@"
+EOF2
+  chmod +x "$QDIR/partdns-callgrind"
+  PARTDNS_BIN=$QDIR/partdns-callgrind
+  partdns_start "$IT_TMP/partdns.yaml"
+  PARTDNS_BIN=$REAL_PARTDNS
+  pin "$PD_PID"
+  valgrind -q --tool=callgrind --callgrind-out-file="$QDIR/cg-unbound.out" \
+    unbound -d -c "$UB_DIR/unbound.conf" > "$UB_DIR/stdout-callgrind.log" 2>&1 &
+  UB_PID=$!
+  IT_PIDS[bench-unbound]=$UB_PID
+  it_wait_dns 30 -p "$PD_PORT" @"$UB_ADDR" localhost. A || bdie "unbound under valgrind did not answer"
+  pin "$UB_PID"
+  pass "$PD_ADDR" 127.0.1.10 "$QDIR/cg-common.txt"
+  pass "$UB_ADDR" 127.0.1.10 "$QDIR/cg-common.txt"
+  for c in 127.0.1.10 127.0.2.10 127.0.3.10; do pass "$PD_ADDR" "$c" "$QDIR/cg-part.txt"; done
+  cg_miss0=$(pd_stat misses)
+
+  # cg_run CASE MODE: zero, CG_PASSES passes (low: 2000 qps, one query per
+  # wake-up; sat: -q OUTSTANDING, the slowed server sees full batches), dump;
+  # prints instructions per query.
+  cg_run() {
+    local case=$1 mode=$2 srv pid file out n tag
+    case $case in
+      ub-common) srv=$UB_ADDR; pid=$UB_PID; file=$QDIR/cg-common.txt; tag=unbound ;;
+      pd-common) srv=$PD_ADDR; pid=$PD_PID; file=$QDIR/cg-common.txt; tag=partdns ;;
+      pd-part)   srv=$PD_ADDR; pid=$PD_PID; file=$QDIR/cg-part.txt; tag=partdns ;;
+    esac
+    local args=(-s "$srv" -p "$PD_PORT" -a 127.0.2.10 -d "$file" -n "$CG_PASSES" -c 1 -T 1 -t 5)
+    if [ "$mode" = low ]; then args+=(-q 20 -Q 2000); else args+=(-q "$OUTSTANDING"); fi
+    callgrind_control -z "$pid" >/dev/null 2>&1 || bdie "callgrind_control -z $pid failed"
+    out=$(client dnsperf "${args[@]}" $DNSPERF_OPTS 2>&1)
+    callgrind_control -d "$pid" >/dev/null 2>&1 || bdie "callgrind_control -d $pid failed"
+    n=$(dp_field "$out" completed)
+    local f
+    f=$(ls -t "$QDIR"/cg-$tag.out.* 2>/dev/null | head -n 1)
+    [ -n "$f" ] && [ -n "$n" ] && [ "$n" -gt 0 ] || bdie "callgrind run $case $mode: no dump or no answers"
+    awk -v n="$n" '/^(summary|totals):/ {printf "%.0f\n", $2 / n; exit}' "$f"
+    cp "$f" "$QDIR/cg-$case-$mode.out"
+  }
+  for mode in low sat; do
+    for cs in "${CASES[@]}"; do
+      if [ "$mode" = low ]; then CG_LOW[$cs]=$(cg_run "$cs" "$mode"); else CG_SAT[$cs]=$(cg_run "$cs" "$mode"); fi
+    done
+  done
+  for cs in "${CASES[@]}"; do
+    [[ "${CG_LOW[$cs]}" =~ ^[0-9]+$ && "${CG_SAT[$cs]}" =~ ^[0-9]+$ ]] || bdie "callgrind run of $cs failed"
+  done
+  for cs in "${CASES[@]}"; do bmsg "callgrind $cs: ${CG_LOW[$cs]} instructions/query at 2000 qps, ${CG_SAT[$cs]} under saturation"; done
+  [ "$(pd_stat misses)" = "$cg_miss0" ] || bdie "partdns missed the cache during the callgrind runs"
+  CG_DONE=1
+  # stop them here, with time for valgrind to exit cleanly (its vgdb FIFOs in /tmp)
+  partdns_stop 20
+  it_stop_pid "$UB_PID" 20
+  unset "IT_PIDS[bench-unbound]"
+  if [ -n "${BENCH_PROFILE:-}" ]; then
+    mkdir -p "$BENCH_PROFILE"
+    for cs in "${CASES[@]}"; do
+      for mode in low sat; do
+        callgrind_annotate --inclusive=no "$QDIR/cg-$cs-$mode.out" 2>/dev/null | head -n 60 > "$BENCH_PROFILE/callgrind-$cs-$mode.txt"
+        cp "$QDIR/cg-$cs-$mode.out" "$BENCH_PROFILE/"
+      done
+    done
+    bmsg "callgrind profiles in $BENCH_PROFILE"
+  fi
 fi
 
 # ---------------------------------------------------------------- report
@@ -360,6 +459,13 @@ rcell() {
   printf '%s (per round: median %s, %s–%s)' "$(ratio "$(median "${a[@]}")" "$(median "${b[@]}")")" \
     "$(fmt "$(median "${p[@]}")" %.3f)" "$(fmt "$(minimum "${p[@]}")" %.3f)" "$(fmt "$(maximum "${p[@]}")" %.3f)"
 }
+label() {
+  case $1 in
+    ub-common) echo "Unbound, common names" ;;
+    pd-common) echo "partdns, common names" ;;
+    pd-part)   echo "partdns, partitioned names" ;;
+  esac
+}
 lost_total() {
   local k s=0
   for k in "${!LOST[@]}"; do
@@ -374,28 +480,41 @@ cat <<EOF
 
 - command: \`bench/resolver.sh ${1:-build}\` (BENCH_ROUNDS=$ROUNDS BENCH_SAT_SECS=$SAT_SECS BENCH_RATE=$RATE BENCH_RATE_SECS=$RATE_SECS BENCH_Q=$OUTSTANDING BENCH_NAMES=$NAMES${DNSPERF_OPTS:+ BENCH_DNSPERF_OPTS="$DNSPERF_OPTS"})
 - machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(uname -r); load average $LOAD0 before, $LOAD1 after
-- $("$PARTDNS_BIN" -v 2>/dev/null | head -n 1) (git $(git -C "$BENCH_SRC" rev-parse --short HEAD 2>/dev/null)$([ -z "$(git -C "$BENCH_SRC" status --porcelain -- resolver 2>/dev/null)" ] || echo ", resolver/ modified")) (server.threads 1, edns.threads 1); $(unbound -V 2>/dev/null | head -n 1) (num-threads 1, module-config iterator); $(dnsperf -h 2>&1 | grep -m1 '^Version')
+- $("$PARTDNS_BIN" -v 2>/dev/null | head -n 1) (git $(git -C "$BENCH_SRC" rev-parse --short HEAD 2>/dev/null)$([ -z "$(git -C "$BENCH_SRC" status --porcelain -- resolver 2>/dev/null)" ] || echo ", resolver/ modified")) (server.threads 1, edns.threads 1); Unbound $(unbound -V 2>/dev/null | sed -n "s/^Version //p") (num-threads 1, module-config iterator); dnsperf $(dnsperf -h 2>&1 | sed -n "s/^Version //p")
 - pinning: $([ "$PIN" = 1 ] && echo "servers on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU (taskset)" || echo none); server CPU time from /proc/PID/$CPU_SRC (all threads)
 - saturation: \`dnsperf -c 1 -T 1 -q $OUTSTANDING -l $SAT_SECS\`; fixed rate: \`dnsperf -c 1 -T 1 -q $OUTSTANDING -Q $RATE -l $RATE_SECS\`; $ROUNDS interleaved rounds, client 127.0.{1,2,3}.10 by turns
 - query sets: $NAMES A names each; c-names not flagged, e-names flagged (exact) — same zone, same length, same answers; response sizes: partdns $SIZES / unbound $UB_SIZES
 - hits only: $HITS_ONLY; idle CPU partdns $PD_IDLE µs/s, unbound $UB_IDLE µs/s
 
-| case | saturation QPS, median (min–max) | server busy at saturation, % | server CPU µs/query at saturation | server CPU µs/query at $RATE qps | lost |
-|---|---|---|---|---|---|
+| case | saturation QPS (client-bound) | server busy at saturation, % | server CPU µs/query at saturation | = QPS per server core | server CPU µs/query at $RATE qps | lost |
+|---|---|---|---|---|---|---|
 EOF
 for cs in "${CASES[@]}"; do
-  case $cs in
-    ub-common) label="Unbound, common names" ;;
-    pd-common) label="partdns, common names" ;;
-    pd-part)   label="partdns, partitioned names" ;;
-  esac
-  printf '| %s | %s | %s | %s | %s | %s |\n' "$label" "$(cell SAT "$cs" %.0f)" "$(cell SATBUSY "$cs" %.0f)" \
-    "$(cell SATCPU "$cs" %.2f)" "$(cell FIX "$cs" %.2f)" "$(lost_total "$cs")"
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$cs")" "$(cell SAT "$cs" %.0f)" "$(cell SATBUSY "$cs" %.0f)" \
+    "$(cell SATCPU "$cs" %.2f)" "$(cell SATCAP "$cs" %.0f)" "$(cell FIX "$cs" %.2f)" "$(lost_total "$cs")"
 done
 cat <<EOF
 
-| ratio | saturation QPS | CPU µs/query at saturation | CPU µs/query at $RATE qps |
+Medians over $ROUNDS rounds (min–max).  Ratios: ratio of the medians, then the median and range of the per-round ratios.
+
+| ratio | saturation QPS | QPS per server core | CPU µs/query at $RATE qps |
 |---|---|---|---|
-| partdns / Unbound, common names (aim: QPS ≥ 1, CPU ≤ 1) | $(rcell SAT pd-common ub-common) | $(rcell SATCPU pd-common ub-common) | $(rcell FIX pd-common ub-common) |
-| partdns partitioned / common (aim: CPU ≤ 1.05) | $(rcell SAT pd-part pd-common) | $(rcell SATCPU pd-part pd-common) | $(rcell FIX pd-part pd-common) |
+| partdns / Unbound, common names (aim: ≥ 1, ≥ 1, ≤ 1) | $(rcell SAT pd-common ub-common) | $(rcell SATCAP pd-common ub-common) | $(rcell FIX pd-common ub-common) |
+| partdns partitioned / common (aim: CPU ≤ 1.05) | $(rcell SAT pd-part pd-common) | $(rcell SATCAP pd-part pd-common) | $(rcell FIX pd-part pd-common) |
 EOF
+if [ "$CG_DONE" = 1 ]; then
+  cat <<EOF
+
+User-space instructions per query (callgrind, whole process, $CG_NAMES names × $CG_PASSES passes, client 127.0.2.10; exact, not affected by other load; kernel work not included):
+
+| case | at 2000 qps (one query per wake-up) | under saturation (batches) |
+|---|---|---|
+EOF
+  for cs in "${CASES[@]}"; do
+    printf '| %s | %s | %s |\n' "$(label "$cs")" "${CG_LOW[$cs]}" "${CG_SAT[$cs]}"
+  done
+  printf '| partdns / Unbound, common | %s | %s |\n' "$(ratio "${CG_LOW[pd-common]}" "${CG_LOW[ub-common]}")" \
+    "$(ratio "${CG_SAT[pd-common]}" "${CG_SAT[ub-common]}")"
+  printf '| partdns partitioned / common | %s | %s |\n' "$(ratio "${CG_LOW[pd-part]}" "${CG_LOW[pd-common]}")" \
+    "$(ratio "${CG_SAT[pd-part]}" "${CG_SAT[pd-common]}")"
+fi

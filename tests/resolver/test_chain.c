@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* CNAME chains from normal names into EDNS domains: detection and the cache value header. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ldns/ldns.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/store.h"
+#include "resolver/chain.h"
+#include "resolver/wire.h"
+
+struct fixture {
+	char dir[64];
+	struct store *store;
+	struct domains *domains;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/partdns-test-chain-XXXXXX");
+	if (mkdtemp(f->dir) == NULL || store_open(f->dir, false, &f->store) != 0)
+		return -1;
+	struct store_domain d;
+	memset(&d, 0, sizeof(d));
+	snprintf(d.name, sizeof(d.name), "video.cdn.test.");
+	d.policy = CONF_POLICY_ITERATE;
+	if (store_put(f->store, &d) != 0 || domains_load(f->store, &f->domains, NULL) != 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	domains_free(f->domains);
+	store_close(f->store);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	int rc = system(cmd);
+	free(f);
+	return rc == 0 ? 0 : -1;
+}
+
+/* A response for qname A with the given answer records (zone-file text). */
+static uint8_t *response(const char *qname, const char *const *rrs, size_t *len)
+{
+	ldns_pkt *p = ldns_pkt_new();
+	ldns_pkt_set_qr(p, true);
+	ldns_pkt_set_rd(p, true);
+	ldns_pkt_set_ra(p, true);
+	ldns_rdf *owner = ldns_dname_new_frm_str(qname);
+	ldns_rr *q = ldns_rr_new();
+	ldns_rr_set_owner(q, owner);
+	ldns_rr_set_type(q, LDNS_RR_TYPE_A);
+	ldns_rr_set_class(q, LDNS_RR_CLASS_IN);
+	ldns_rr_set_question(q, true);
+	ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, q);
+	for (size_t i = 0; rrs[i]; i++) {
+		ldns_rr *rr = NULL;
+		assert_int_equal(ldns_rr_new_frm_str(&rr, rrs[i], 300, NULL, NULL), LDNS_STATUS_OK);
+		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
+	}
+	uint8_t *wire = NULL;
+	assert_int_equal(ldns_pkt2wire(&wire, p, len), LDNS_STATUS_OK);
+	ldns_pkt_free(p);
+	return wire;
+}
+
+static const struct {
+	const char *why;
+	const char *qname;
+	const char *rrs[5];
+	const char *target;  /* expected hop target, NULL = none */
+	unsigned prefix_rrs; /* answer records in the prefix */
+} vectors[] = {
+	{ "one hop into a flagged name", "video.customer.example.",
+	  { "video.customer.example. 300 IN CNAME video.cdn.test.", "video.cdn.test. 60 IN A 203.0.113.100", NULL },
+	  "video.cdn.test.", 1 },
+	{ "two hops, the second enters", "a.customer.example.",
+	  { "a.customer.example. 300 IN CNAME b.customer.example.",
+	    "b.customer.example. 300 IN CNAME VIDEO.cdn.test.", "video.cdn.test. 60 IN A 203.0.113.100", NULL },
+	  "video.cdn.test.", 2 },
+	{ "a chain that stays normal", "www.customer.example.",
+	  { "www.customer.example. 300 IN CNAME web.customer.example.", "web.customer.example. 60 IN A 203.0.113.10",
+	    NULL },
+	  NULL, 0 },
+	{ "no CNAME at all", "www.customer.example.", { "www.customer.example. 60 IN A 203.0.113.10", NULL }, NULL, 0 },
+	{ "a CNAME not for the qname is ignored", "x.customer.example.",
+	  { "other.customer.example. 300 IN CNAME video.cdn.test.", NULL }, NULL, 0 },
+};
+
+static void test_find(void **state)
+{
+	struct fixture *f = *state;
+	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		size_t len;
+		uint8_t *resp = response(vectors[i].qname, vectors[i].rrs, &len);
+		uint8_t qname[WIRE_MAX_NAME], target[WIRE_MAX_NAME];
+		int qlen = wire_name_from_text(vectors[i].qname, qname, sizeof(qname));
+		size_t tlen = 0, plen = 0;
+		uint8_t *prefix = NULL;
+		int rc = chain_find(f->domains, resp, len, qname, (size_t)qlen, target, &tlen, &prefix, &plen);
+		if (vectors[i].target == NULL) {
+			if (rc != 0)
+				fail_msg("%s: expected no hop, got %d", vectors[i].why, rc);
+		} else {
+			if (rc != 1)
+				fail_msg("%s: expected a hop, got %d", vectors[i].why, rc);
+			char text[300];
+			wire_name_to_text(target, tlen, text, sizeof(text));
+			if (strcmp(text, vectors[i].target) != 0)
+				fail_msg("%s: target %s, expected %s", vectors[i].why, text, vectors[i].target);
+			ldns_pkt *p = NULL;
+			assert_int_equal(ldns_wire2pkt(&p, prefix, plen), LDNS_STATUS_OK);
+			if (ldns_pkt_ancount(p) != vectors[i].prefix_rrs)
+				fail_msg("%s: prefix has %u answers, expected %u", vectors[i].why,
+				         (unsigned)ldns_pkt_ancount(p), vectors[i].prefix_rrs);
+			for (size_t k = 0; k < ldns_pkt_ancount(p); k++)
+				assert_int_equal(ldns_rr_get_type(ldns_rr_list_rr(ldns_pkt_answer(p), k)),
+				                 LDNS_RR_TYPE_CNAME);
+			ldns_pkt_free(p);
+			free(prefix);
+		}
+		free(resp);
+	}
+}
+
+static void test_value_roundtrip(void **state)
+{
+	const uint8_t target[] = "\5video\3cdn\4test";
+	const uint8_t prefix[] = { 1, 2, 3, 4, 5 };
+	const uint8_t blob[] = { 9, 8, 7 };
+	uint8_t val[128];
+	size_t h = chain_value_write(val, target, sizeof(target), prefix, sizeof(prefix));
+	assert_int_equal(h, chain_value_header(sizeof(target), sizeof(prefix)));
+	memcpy(val + h, blob, sizeof(blob));
+	const uint8_t *b, *t, *p;
+	size_t bl, tl, pl;
+	assert_int_equal(chain_value_parse(val, h + sizeof(blob), &b, &bl, &t, &tl, &p, &pl), 1);
+	assert_int_equal(tl, sizeof(target));
+	assert_memory_equal(t, target, tl);
+	assert_int_equal(pl, sizeof(prefix));
+	assert_memory_equal(p, prefix, pl);
+	assert_int_equal(bl, sizeof(blob));
+	assert_memory_equal(b, blob, bl);
+	/* every truncation of the header is rejected, never read past */
+	for (size_t cut = 1; cut < h; cut++)
+		if (chain_value_parse(val, cut, &b, &bl, &t, &tl, &p, &pl) != -EINVAL)
+			fail_msg("truncated header of %zu bytes accepted", cut);
+	/* a plain value: a zero flags byte, then the blob */
+	uint8_t plain[4] = { 0, 9, 8, 7 };
+	assert_int_equal(chain_value_parse(plain, sizeof(plain), &b, &bl, &t, &tl, &p, &pl), 0);
+	assert_int_equal(bl, 3);
+	assert_ptr_equal(b, plain + 1);
+	assert_int_equal(chain_value_parse(plain, 0, &b, &bl, &t, &tl, &p, &pl), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_value_roundtrip),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
