@@ -17,6 +17,7 @@ struct dom_entry {
 struct domains {
 	struct dom_entry *entries;
 	size_t count, cap;
+	size_t nsubtree; /* no --subtree entry: a miss needs no walk up */
 	size_t *slots; /* index+1 into entries, 0 = empty; cap is a power of two */
 	size_t nslots;
 };
@@ -96,6 +97,8 @@ static int add_rule(const struct store_domain *rule, void *arg)
 	if (text_to_wire(rule->name, e->name, &e->len) != 0)
 		return 0; /* the store validates names; skip anything odd */
 	e->rule = *rule;
+	if (rule->subtree)
+		d->nsubtree++;
 	d->count++;
 	return 0;
 }
@@ -160,6 +163,8 @@ const struct store_domain *domains_match(const struct domains *d, const uint8_t 
 	const struct dom_entry *e = find(d, qname, len);
 	if (e != NULL)
 		return &e->rule;
+	if (d->nsubtree == 0)
+		return NULL;
 	/* Walk up label by label looking for a --subtree entry. */
 	size_t off = 0;
 	while (off < len && qname[off] != 0) {

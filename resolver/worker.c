@@ -529,19 +529,31 @@ static int process_query(struct worker *w, const struct client *cl, const uint8_
 	}
 	counter_inc(&w->pctr[rt.part].queries);
 
-	/* Route: EDNS domains of a real partition go per partition. */
-	if (rt.part != PARTITION_COMMON)
-		rt.has_mapped = mapping_ecs(c->partitions.mapping, rt.part, family, &rt.mapped) == 0;
-	if (rt.has_mapped)
+	/* Route: EDNS domains of a real partition (with a mapped address) go per partition. */
+	if (rt.part != PARTITION_COMMON) {
 		rt.rule = domains_match(w->snap->domains, q.qname_lc, q.qname_len);
+		if (rt.rule) {
+			rt.has_mapped = mapping_ecs(c->partitions.mapping, rt.part, family, &rt.mapped) == 0;
+			if (!rt.has_mapped)
+				rt.rule = NULL;
+		}
+	}
 	if (rt.echo) /* RFC 7871 §7.2.1: scope says how far our answer holds */
 		rt.echo_ecs.scope = rt.rule ? rt.echo_ecs.source : 0;
 	route_key(&rt, &q, rt.rule ? rt.part : PARTITION_COMMON);
 
 	struct hit_ctx h = { .q = &q, .echo = rt.echo ? &rt.echo_ecs : NULL, .out = out, .cap = limit,
-	                     .now = now_sec(), .partitioned = rt.has_mapped && rt.rule == NULL };
+	                     .now = now_sec(), .partitioned = rt.part != PARTITION_COMMON && rt.rule == NULL };
 	if (cache_lookup(server_cache(w->srv), rt.key, rt.klen, h.now, hit_write, &h) >= 0) {
+		if (h.chain && mapping_ecs(c->partitions.mapping, rt.part, family, &rt.mapped) != 0) {
+			/* no identity to send: answer from the common entry */
+			free(h.prefix);
+			h.chain = false;
+			h.partitioned = false;
+			cache_lookup(server_cache(w->srv), rt.key, rt.klen, h.now, hit_write, &h);
+		}
 		if (h.chain) {
+			rt.has_mapped = true;
 			if (rt.echo)
 				rt.echo_ecs.scope = rt.echo_ecs.source;
 			return continue_chain(w, cl, &q, &rt, h.target, h.target_len, h.prefix, h.prefix_len, out,
@@ -600,21 +612,37 @@ static bool redo_as_chain(struct worker *w, struct waiter *wt)
 
 /* ---- UDP ---- */
 
-static void udp_read(struct worker *w, struct ev *ev)
-{
-	static _Thread_local uint8_t in[UDP_BATCH][4096];
-	static _Thread_local uint8_t out[UDP_BATCH][MAX_UDP_REPLY];
+/* Per-thread receive/reply vectors, set up once: recvmmsg only needs the
+ * name lengths reset for the entries it filled. */
+struct udp_batch {
+	bool ready;
+	uint8_t in[UDP_BATCH][4096];
+	uint8_t out[UDP_BATCH][MAX_UDP_REPLY];
 	struct mmsghdr msgs[UDP_BATCH], replies[UDP_BATCH];
 	struct iovec iov[UDP_BATCH], riov[UDP_BATCH];
 	struct sockaddr_storage peers[UDP_BATCH];
+};
+
+static _Thread_local struct udp_batch udp_tls;
+
+static void udp_read(struct worker *w, struct ev *ev)
+{
+	struct udp_batch *b = &udp_tls;
+	uint8_t (*in)[4096] = b->in;
+	uint8_t (*out)[MAX_UDP_REPLY] = b->out;
+	struct mmsghdr *msgs = b->msgs, *replies = b->replies;
+	struct iovec *riov = b->riov;
+	struct sockaddr_storage *peers = b->peers;
+	if (!b->ready) {
+		for (int i = 0; i < UDP_BATCH; i++) {
+			b->iov[i] = (struct iovec){ .iov_base = in[i], .iov_len = sizeof(in[i]) };
+			msgs[i].msg_hdr = (struct msghdr){ .msg_name = &peers[i], .msg_namelen = sizeof(peers[i]),
+			                                   .msg_iov = &b->iov[i], .msg_iovlen = 1 };
+		}
+		b->ready = true;
+	}
 
 	for (int round = 0; round < 8; round++) {
-		for (int i = 0; i < UDP_BATCH; i++) {
-			iov[i] = (struct iovec){ .iov_base = in[i], .iov_len = sizeof(in[i]) };
-			msgs[i].msg_hdr = (struct msghdr){ .msg_name = &peers[i], .msg_namelen = sizeof(peers[i]),
-			                                   .msg_iov = &iov[i], .msg_iovlen = 1 };
-			msgs[i].msg_len = 0;
-		}
 		int n = recvmmsg(ev->fd, msgs, UDP_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			return;
@@ -631,6 +659,8 @@ static void udp_read(struct worker *w, struct ev *ev)
 			                                       .msg_iov = &riov[nr], .msg_iovlen = 1 };
 			nr++;
 		}
+		for (int i = 0; i < n; i++)
+			msgs[i].msg_hdr.msg_namelen = sizeof(peers[i]);
 		int sent = 0;
 		while (sent < nr) {
 			int k = sendmmsg(ev->fd, replies + sent, (unsigned)(nr - sent), MSG_DONTWAIT);
