@@ -451,6 +451,11 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "cache.max_bytes";
 	if (old->edns.threads != neu->edns.threads)
 		what[n++] = "edns.threads";
+	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
+	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
+	    old->resolver.nforward_zones != neu->resolver.nforward_zones ||
+	    old->resolver.noptions != neu->resolver.noptions)
+		what[n++] = "resolver.* (libunbound)";
 	for (int i = 0; i < n; i++) {
 		log_warn("reload: %s changed; it takes effect at the next restart", what[i]);
 		if (err)
