@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* EDNS-domain set: an open-addressing hash of lower-cased wire names. */
 #include "resolver/domains.h"
+#include "resolver/hash.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,16 +22,6 @@ struct domains {
 	size_t *slots; /* index+1 into entries, 0 = empty; cap is a power of two */
 	size_t nslots;
 };
-
-static uint64_t name_hash(const uint8_t *n, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < len; i++) {
-		h ^= n[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
 
 /* Text name (normalized, trailing dot) to lower-cased wire form. */
 static int text_to_wire(const char *text, uint8_t *out, size_t *len)
@@ -114,7 +105,7 @@ static int build_index(struct domains *d)
 		return -ENOMEM;
 	d->nslots = n;
 	for (size_t i = 0; i < d->count; i++) {
-		size_t s = name_hash(d->entries[i].name, d->entries[i].len) & (n - 1);
+		size_t s = hash_fnv1a(d->entries[i].name, d->entries[i].len) & (n - 1);
 		while (d->slots[s] != 0)
 			s = (s + 1) & (n - 1);
 		d->slots[s] = i + 1;
@@ -146,7 +137,7 @@ int domains_load(struct store *s, struct domains **out, uint64_t *version)
 static const struct dom_entry *find(const struct domains *d, const uint8_t *name, size_t len)
 {
 	size_t mask = d->nslots - 1;
-	size_t s = name_hash(name, len) & mask;
+	size_t s = hash_fnv1a(name, len) & mask;
 	while (d->slots[s] != 0) {
 		const struct dom_entry *e = &d->entries[d->slots[s] - 1];
 		if (e->len == len && memcmp(e->name, name, len) == 0)

@@ -19,6 +19,7 @@
 #include <unbound.h>
 #include <unistd.h>
 
+#include "resolver/hash.h"
 #include "resolver/log.h"
 #include "resolver/pool.h"
 #include "resolver/ub.h"
@@ -119,16 +120,6 @@ static uint32_t rnd32(void)
 	return v;
 }
 
-static uint64_t name_hash(const uint8_t *n, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < len; i++) {
-		h ^= n[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
 static void close_sock(struct eres *r)
 {
 	if (r->fd >= 0) {
@@ -190,7 +181,7 @@ static void eres_done(struct eres *r, const uint8_t *resp, size_t len)
 
 static struct zentry *zcache_slot(struct ethread *t, const uint8_t *name, size_t len)
 {
-	return &t->zcache[name_hash(name, len) % ZCACHE_SLOTS];
+	return &t->zcache[hash_fnv1a(name, len) % ZCACHE_SLOTS];
 }
 
 static bool zcache_get(struct eres *r)

@@ -14,6 +14,7 @@
 #include "resolver/cache.h"
 #include "resolver/chain.h"
 #include "resolver/control.h"
+#include "resolver/hash.h"
 #include "resolver/core.h"
 #include "resolver/log.h"
 #include "resolver/pool.h"
@@ -171,11 +172,7 @@ size_t key_build(uint8_t *key, unsigned partition, uint16_t qtype, uint16_t qcla
 
 static uint64_t key_hash(const uint8_t *k, size_t n)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++) {
-		h ^= k[i];
-		h *= 1099511628211ULL;
-	}
+	uint64_t h = hash_fnv1a(k, n);
 	return h ^ (h >> 29);
 }
 

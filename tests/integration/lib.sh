@@ -118,6 +118,13 @@ assert_contains() {
   fi
 }
 
+# assert_match DESC REGEX HAYSTACK (extended regex, any line)
+assert_match() {
+  if printf '%s\n' "$3" | grep -qE -- "$2"; then ok "$1"; else
+    fail "$1" "expected to match: $2" "seen:" "$(printf '%s' "$3" | sed 's/^/         /')"
+  fi
+}
+
 # assert_not_contains DESC NEEDLE HAYSTACK (fixed string)
 assert_not_contains() {
   if ! printf '%s' "$3" | grep -qF -- "$2"; then ok "$1"; else

@@ -5,12 +5,6 @@
 # ECS goes only to the EDNS domain's servers.
 . "$(dirname "$0")/lib.sh"
 
-# assert_match DESC REGEX HAYSTACK (extended regex, any line)
-assert_match() {
-  if printf '%s\n' "$3" | grep -qE -- "$2"; then ok "$1"; else
-    fail "$1" "expected to match: $2" "seen:" "$(printf '%s' "$3" | sed 's/^/         /')"
-  fi
-}
 harness_init chain
 harness_start_all
 pd_require_bins

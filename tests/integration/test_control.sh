@@ -4,12 +4,6 @@
 # stats, cache flush, reload, and a failed reload that keeps the running state.
 . "$(dirname "$0")/lib.sh"
 
-# assert_match DESC REGEX HAYSTACK (extended regex, any line)
-assert_match() {
-  if printf '%s\n' "$3" | grep -qE -- "$2"; then ok "$1"; else
-    fail "$1" "expected to match: $2" "seen:" "$(printf '%s' "$3" | sed 's/^/         /')"
-  fi
-}
 harness_init control
 harness_start_all
 pd_require_bins
