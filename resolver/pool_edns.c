@@ -351,15 +351,18 @@ found:
 	ub_lookup(r, r->zone, r->zone_len, LDNS_RR_TYPE_NS);
 }
 
+/* Nameserver addresses without glue: A for each name, then AAAA for each. */
 static void next_nsaddr(struct eres *r)
 {
-	if (r->ns_i >= r->nns) {
+	if (r->ns_i >= 2 * r->nns) {
 		eres_fail(r, "no address for any nameserver");
 		return;
 	}
 	r->st = E_ADDR;
 	int i = r->ns_i++;
-	ub_lookup(r, r->nsnames[i], r->nsname_len[i], LDNS_RR_TYPE_A);
+	uint16_t type = i < r->nns ? LDNS_RR_TYPE_A : LDNS_RR_TYPE_AAAA;
+	i %= r->nns;
+	ub_lookup(r, r->nsnames[i], r->nsname_len[i], type);
 }
 
 static void on_ns(struct eres *r, ldns_pkt *pkt)
@@ -388,6 +391,8 @@ static void on_addr(struct eres *r, ldns_pkt *pkt)
 		const ldns_rdf *a = ldns_rr_rdf(rr, 0);
 		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_A && a && ldns_rdf_size(a) == 4)
 			add_server(r, AF_INET, ldns_rdf_data(a), 53);
+		else if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_AAAA && a && ldns_rdf_size(a) == 16)
+			add_server(r, AF_INET6, ldns_rdf_data(a), 53);
 	}
 	if (r->nsrv == 0) {
 		next_nsaddr(r);

@@ -430,7 +430,7 @@ harness_start_hierarchy() {
   harness_write_hints
   knot_write_conf root "$NET.1" .
   knot_write_conf tld "$NET.2" example. test.
-  knot_write_conf customer "$NET.3" customer.example.
+  knot_write_conf customer "$NET.3" customer.example. oob.example.
   knot_start root tld customer
 }
 
@@ -445,7 +445,7 @@ harness_start_all() {
   harness_write_hints
   knot_write_conf root "$NET.1" .
   knot_write_conf tld "$NET.2" example. test.
-  knot_write_conf customer "$NET.3" customer.example.
+  knot_write_conf customer "$NET.3" customer.example. oob.example.
   knot_write_conf gslb "$NET.4" cdn.test.
   knot_start root tld customer gslb
 }
