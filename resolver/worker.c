@@ -441,7 +441,7 @@ static int continue_chain(struct worker *w, const struct client *cl, const struc
                           size_t prefix_len, uint8_t *out, size_t limit)
 {
 	rt->rule = domains_match(w->snap->domains, target, target_len);
-	if (rt->rule == NULL) { /* unflagged since: the common answer is gone too */
+	if (rt->rule == NULL) { /* unflagged since it was cached: resolve the common entry afresh */
 		route_key(rt, q, PARTITION_COMMON);
 		return start_miss(w, cl, q, rt, NULL, 0, prefix, 0, out, limit);
 	}
