@@ -860,8 +860,8 @@ int pool_edns_submit(struct pool_edns *p, struct job *job)
 		atomic_fetch_sub(&p->inflight, 1);
 		return -EBUSY;
 	}
-	/* Same key, same thread: its zone-cut cache is warm for the name. */
-	struct ethread *t = &p->threads[(job->hash >> 7) % p->nthreads];
+	/* Same name (any partition), same thread: its zone-cut cache is warm. */
+	struct ethread *t = &p->threads[hash_fnv1a(job->qname, job->qname_len) % p->nthreads];
 	mq_push(&t->jobs, &job->node);
 	return 0;
 }
