@@ -2,8 +2,8 @@
 /* EDNS-domain set: an open-addressing hash of lower-cased wire names. */
 #include "resolver/domains.h"
 #include "resolver/hash.h"
+#include "resolver/wire.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -22,33 +22,6 @@ struct domains {
 	size_t *slots; /* index+1 into entries, 0 = empty; cap is a power of two */
 	size_t nslots;
 };
-
-/* Text name (normalized, trailing dot) to lower-cased wire form. */
-static int text_to_wire(const char *text, uint8_t *out, size_t *len)
-{
-	size_t o = 0;
-	if (strcmp(text, ".") == 0) {
-		out[0] = 0;
-		*len = 1;
-		return 0;
-	}
-	const char *p = text;
-	while (*p) {
-		const char *dot = strchr(p, '.');
-		size_t l = dot ? (size_t)(dot - p) : strlen(p);
-		if (l == 0 || l > 63 || o + l + 2 > 255)
-			return -EINVAL;
-		out[o++] = (uint8_t)l;
-		for (size_t i = 0; i < l; i++)
-			out[o++] = (uint8_t)tolower((unsigned char)p[i]);
-		p += l;
-		if (*p == '.')
-			p++;
-	}
-	out[o++] = 0;
-	*len = o;
-	return 0;
-}
 
 struct domains *domains_empty(void)
 {
@@ -85,8 +58,11 @@ static int add_rule(const struct store_domain *rule, void *arg)
 		d->cap = ncap;
 	}
 	struct dom_entry *e = &d->entries[d->count];
-	if (text_to_wire(rule->name, e->name, &e->len) != 0)
+	int n = wire_name_from_text(rule->name, e->name, sizeof(e->name));
+	if (n < 0)
 		return 0; /* the store validates names; skip anything odd */
+	e->len = (size_t)n;
+	wire_name_lower(e->name, e->len, e->name);
 	e->rule = *rule;
 	if (rule->subtree)
 		d->nsubtree++;

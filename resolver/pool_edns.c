@@ -159,24 +159,46 @@ static void eres_fail(struct eres *r, const char *why)
 	server_job_fail(job, WIRE_RCODE_SERVFAIL);
 }
 
+/* Add a hop's response to the chain so far (the first one is copied as is). @return 0 or -1 (r failed). */
+static int acc_append(struct eres *r, const uint8_t *resp, size_t len)
+{
+	uint8_t *out;
+	size_t out_len;
+	if (r->acc == NULL) {
+		out = malloc(len);
+		if (out == NULL) {
+			eres_fail(r, "out of memory");
+			return -1;
+		}
+		memcpy(out, resp, len);
+		out_len = len;
+	} else if (wire_splice(r->acc, r->acc_len, resp, len, &out, &out_len) != 0) {
+		eres_fail(r, "cannot splice the CNAME chain");
+		return -1;
+	}
+	free(r->acc);
+	r->acc = out;
+	r->acc_len = out_len;
+	return 0;
+}
+
 static void eres_done(struct eres *r, const uint8_t *resp, size_t len)
 {
 	struct job *job = r->job;
-	if (r->acc) {
-		uint8_t *out;
-		size_t out_len;
-		if (wire_splice(r->acc, r->acc_len, resp, len, &out, &out_len) != 0) {
-			eres_fail(r, "cannot splice the CNAME chain");
-			return;
-		}
+	if (r->acc == NULL) {
+		/* resp may live in the thread's buffer: finish the job before reuse */
 		eres_free(r);
-		server_job_done(job, out, out_len);
-		free(out);
+		server_job_done(job, resp, len);
 		return;
 	}
-	/* resp may live in the thread's buffer: finish the job before reuse */
+	if (acc_append(r, resp, len) != 0)
+		return;
+	uint8_t *msg = r->acc;
+	size_t msg_len = r->acc_len;
+	r->acc = NULL; /* taken: eres_free must not free it */
 	eres_free(r);
-	server_job_done(job, resp, len);
+	server_job_done(job, msg, msg_len);
+	free(msg);
 }
 
 static struct zentry *zcache_slot(struct ethread *t, const uint8_t *name, size_t len)
@@ -601,25 +623,8 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 	}
 	if (ct == 1 && r->hops < MAX_HOPS) {
 		/* Splice this hop and resolve the target, with the same ECS. */
-		if (r->acc == NULL) {
-			r->acc = malloc(len);
-			if (r->acc == NULL) {
-				eres_fail(r, "out of memory");
-				return;
-			}
-			memcpy(r->acc, resp, len);
-			r->acc_len = len;
-		} else {
-			uint8_t *out;
-			size_t out_len;
-			if (wire_splice(r->acc, r->acc_len, resp, len, &out, &out_len) != 0) {
-				eres_fail(r, "cannot splice the CNAME chain");
-				return;
-			}
-			free(r->acc);
-			r->acc = out;
-			r->acc_len = out_len;
-		}
+		if (acc_append(r, resp, len) != 0)
+			return;
 		r->hops++;
 		close_sock(r);
 		memcpy(r->name, target, tlen);

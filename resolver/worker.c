@@ -344,14 +344,20 @@ static void route_key(struct route *rt, const struct wire_query *q, unsigned key
 	rt->klen = key_build(rt->key, key_part, q->qtype, q->qclass, flags, q->qname_lc, q->qname_len);
 }
 
+/* Count a reply written from a cache blob by its header: rcode and TC. */
+static void count_reply(struct worker *w, const uint8_t *out)
+{
+	uint16_t fl = (uint16_t)((out[2] << 8) | out[3]);
+	if (fl & WIRE_FLAG_TC)
+		counter_inc(&w->ctr.truncated);
+	count_rcode(w, fl & WIRE_FLAG_RCODE);
+}
+
 static int write_hit(struct worker *w, struct route *rt, struct hit_ctx *h)
 {
 	counter_inc(&w->ctr.hits);
 	counter_inc(&w->pctr[rt->part].hits);
-	uint16_t fl = (uint16_t)((h->out[2] << 8) | h->out[3]);
-	if (fl & WIRE_FLAG_TC)
-		counter_inc(&w->ctr.truncated);
-	count_rcode(w, fl & WIRE_FLAG_RCODE);
+	count_reply(w, h->out);
 	return h->len;
 }
 
@@ -565,6 +571,28 @@ static int process_query(struct worker *w, const struct client *cl, const uint8_
 	return start_miss(w, cl, &q, &rt, NULL, 0, NULL, 0, out, limit);
 }
 
+/*
+ * Send a waiter's reply (len > 0) to its client: UDP straight back, TCP
+ * through its connection if still open. A TCP waiter stops being pending
+ * either way (len <= 0: no reply could be written).
+ */
+static void reply_to_waiter(struct worker *w, const struct waiter *wt, const uint8_t *out, int len)
+{
+	if (!wt->tcp) {
+		if (len > 0)
+			sendto(wt->udp_fd, out, (size_t)len, MSG_DONTWAIT, (const struct sockaddr *)&wt->peer,
+			       wt->peer_len);
+		return;
+	}
+	struct tcp_conn *c = conn_by_id(w, wt->conn_id);
+	if (c == NULL)
+		return;
+	c->pending--;
+	if (len > 0)
+		conn_queue(w, c, out, (size_t)len);
+	conn_flush(w, c);
+}
+
 /* A normal answer reached a partitioned waiter whose chain enters an EDNS domain. */
 static bool redo_as_chain(struct worker *w, struct waiter *wt)
 {
@@ -591,20 +619,9 @@ static bool redo_as_chain(struct worker *w, struct waiter *wt)
 	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, MAX_UDP_REPLY);
 	int len = continue_chain(w, &cl, &wt->q, &rt, r->target, r->target_len, prefix, r->prefix_len,
 	                         w->tcp_reply, limit);
-	if (len > 0) {
-		if (!wt->tcp) {
-			sendto(wt->udp_fd, w->tcp_reply, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&wt->peer,
-			       wt->peer_len);
-		} else {
-			struct tcp_conn *conn = conn_by_id(w, wt->conn_id);
-			if (conn) {
-				conn->pending--;
-				conn_queue(w, conn, w->tcp_reply, (size_t)len);
-				conn_flush(w, conn);
-			}
-		}
-	}
 	/* len < 0: a new waiter took over; a TCP connection's pending count stays. */
+	if (len >= 0)
+		reply_to_waiter(w, wt, w->tcp_reply, len);
 	result_release(r);
 	free(wt);
 	return true;
@@ -867,33 +884,13 @@ static void deliver(struct worker *w, struct waiter *wt)
 	} else {
 		len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, cap);
 		if (len > 0) {
-			uint16_t fl = (uint16_t)((out[2] << 8) | out[3]);
-			count_rcode(w, fl & WIRE_FLAG_RCODE);
-			if (fl & WIRE_FLAG_TC)
-				counter_inc(&w->ctr.truncated);
+			count_reply(w, out);
 		} else {
 			len = wire_write_error(&wt->q, WIRE_RCODE_SERVFAIL, echo, out, cap);
 			count_rcode(w, WIRE_RCODE_SERVFAIL);
 		}
 	}
-	if (len > 0) {
-		if (!wt->tcp) {
-			sendto(wt->udp_fd, out, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&wt->peer, wt->peer_len);
-		} else {
-			struct tcp_conn *c = conn_by_id(w, wt->conn_id);
-			if (c) {
-				c->pending--;
-				conn_queue(w, c, out, (size_t)len);
-				conn_flush(w, c);
-			}
-		}
-	} else if (wt->tcp) {
-		struct tcp_conn *c = conn_by_id(w, wt->conn_id);
-		if (c) {
-			c->pending--;
-			conn_flush(w, c);
-		}
-	}
+	reply_to_waiter(w, wt, out, len);
 	result_release(r);
 	free(wt);
 }
