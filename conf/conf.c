@@ -1,23 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Config loading entry points, ADDR@PORT and domain-name parsing, loader plumbing. */
+/* Config loading entry points and loader plumbing. */
 #include "conf/conf.h"
 
-#include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "conf/loader.h"
+#include "conf/text.h"
 #include "conf/ytree.h"
-
-/* Largest config or include file read (an ISP's full prefix list is a few MiB). */
-#define CONF_FILE_MAX ((size_t)256 << 20)
 
 const char *conf_strerror(int err)
 {
@@ -35,103 +27,6 @@ const char *conf_strerror(int err)
 			return strerror(-err);
 		return "unknown error";
 	}
-}
-
-int conf_addr_parse_why(const char *text, uint16_t default_port, struct conf_addr *out,
-                        const char **why)
-{
-	memset(out, 0, sizeof(*out));
-	*why = "not an IPv4 or IPv6 address";
-	if (text[0] == '[') {
-		*why = "write IPv6 addresses without brackets, e.g. ::1@53";
-		return CONF_E_TARGET;
-	}
-	const char *at = strchr(text, '@');
-	size_t hlen = at != NULL ? (size_t)(at - text) : strlen(text);
-	char host[INET6_ADDRSTRLEN];
-	if (hlen == 0 || hlen >= sizeof(host))
-		return CONF_E_TARGET;
-	memcpy(host, text, hlen);
-	host[hlen] = '\0';
-
-	unsigned port = default_port;
-	if (at != NULL) {
-		const char *p = at + 1;
-		size_t digits = strspn(p, "0123456789");
-		port = 0;
-		if (digits == 0 || digits > 5 || p[digits] != '\0') {
-			*why = "port must be a number 1..65535";
-			return CONF_E_TARGET;
-		}
-		for (size_t i = 0; i < digits; i++)
-			port = port * 10 + (unsigned)(p[i] - '0');
-	}
-	if (port == 0 || port > 65535) {
-		*why = "port must be a number 1..65535";
-		return CONF_E_TARGET;
-	}
-
-	struct sockaddr_in *sin = (struct sockaddr_in *)&out->ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->ss;
-	char norm[INET6_ADDRSTRLEN];
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)port);
-		out->len = sizeof(*sin);
-		inet_ntop(AF_INET, &sin->sin_addr, norm, sizeof(norm));
-	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)port);
-		out->len = sizeof(*sin6);
-		inet_ntop(AF_INET6, &sin6->sin6_addr, norm, sizeof(norm));
-	} else {
-		memset(out, 0, sizeof(*out));
-		return CONF_E_TARGET;
-	}
-	snprintf(out->text, sizeof(out->text), "%s@%u", norm, port);
-	return 0;
-}
-
-int conf_addr_parse(const char *text, uint16_t default_port, struct conf_addr *out)
-{
-	const char *why;
-	return conf_addr_parse_why(text, default_port, out, &why);
-}
-
-int conf_name_normalize(const char *text, char *out, size_t size)
-{
-	size_t len = strlen(text);
-	if (len == 0)
-		return -EINVAL;
-	if (strcmp(text, ".") == 0) {
-		if (size < 2)
-			return -EINVAL;
-		memcpy(out, ".", 2);
-		return 0;
-	}
-	if (text[len - 1] == '.')
-		len--;
-	/* 253 characters of text is the 255-octet wire limit. */
-	if (len > 253 || len + 2 > size)
-		return -EINVAL;
-	size_t label = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)text[i];
-		if (ch == '.') {
-			if (label == 0)
-				return -EINVAL;
-			label = 0;
-		} else {
-			if (ch <= 0x20 || ch >= 0x7f || ch == '\\' || ++label > 63)
-				return -EINVAL;
-		}
-		out[i] = (char)tolower(ch);
-	}
-	if (label == 0)
-		return -EINVAL;
-	out[len] = '.';
-	out[len + 1] = '\0';
-	return 0;
 }
 
 /* Loader plumbing. */
@@ -204,68 +99,6 @@ void conf_key_set(struct loader *L, const char *fmt, ...)
 	va_end(ap);
 	L->keylen = w < 0 ? 0 : (size_t)w < sizeof(L->key) ? (size_t)w : sizeof(L->key) - 1;
 	L->key[L->keylen] = '\0';
-}
-
-int conf_read_file(const char *path, bool regular_only, char **buf, size_t *len)
-{
-	*buf = NULL;
-	*len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	if (S_ISDIR(st.st_mode) || (regular_only && !S_ISREG(st.st_mode))) {
-		close(fd);
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	}
-	size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
-	if (cap > CONF_FILE_MAX + 1)
-		cap = CONF_FILE_MAX + 1;
-	char *b = malloc(cap);
-	size_t n = 0;
-	int rc = 0;
-	while (b != NULL) {
-		if (n + 1 >= cap) {
-			if (cap > CONF_FILE_MAX) {
-				rc = -EFBIG;
-				break;
-			}
-			size_t ncap = cap * 2 > CONF_FILE_MAX + 1 ? CONF_FILE_MAX + 1 : cap * 2;
-			char *nb = realloc(b, ncap);
-			if (nb == NULL) {
-				rc = -ENOMEM;
-				break;
-			}
-			b = nb;
-			cap = ncap;
-		}
-		ssize_t r = read(fd, b + n, cap - n - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	if (b == NULL)
-		return -ENOMEM;
-	if (rc != 0) {
-		free(b);
-		return rc;
-	}
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
 }
 
 void conf_include_load(struct loader *L)

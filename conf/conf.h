@@ -12,6 +12,9 @@
 #include "partition/partition.h"
 #include "partition/prefix.h"
 
+/* ADDR@PORT and domain-name parsing (conf/text.c) are part of this API. */
+#include "conf/text.h"
+
 /* Error codes (negative), in the conf module's range. */
 enum {
 	CONF_E_INVALID = -3001, /* the config has errors (they were reported) */
@@ -112,18 +115,6 @@ int conf_load_string(const char *text, size_t len, const char *name, FILE *err,
                      struct conf **out, unsigned *nerrors);
 
 void conf_free(struct conf *c);
-
-/**
- * Parse "ADDR", "ADDR@PORT" (IPv4 or IPv6, no brackets).
- * @return 0 or CONF_E_TARGET.
- */
-int conf_addr_parse(const char *text, uint16_t default_port, struct conf_addr *out);
-
-/**
- * Normalize a domain name: lower case, trailing dot, each label 1..63,
- * total <= 253 characters of text. @return 0 or -EINVAL.
- */
-int conf_name_normalize(const char *text, char *out, size_t size);
 
 /** Text of a CONF_E_* or negative errno code. */
 const char *conf_strerror(int err);

@@ -75,17 +75,6 @@ void conf_schema_apply_include(struct loader *L, const struct ynode *root);
 /** Free everything the schema allocated in L->st (the conf part too). */
 void conf_schema_free(struct conf_state *st);
 
-/**
- * conf_addr_parse with the reason for a failure.
- * @param why out: a static phrase for messages, set on failure.
- * @return 0 or CONF_E_TARGET.
- */
-int conf_addr_parse_why(const char *text, uint16_t default_port, struct conf_addr *out,
-                        const char **why);
-
-/** Read a whole file (size-capped). @return 0 (*buf malloc'd, NUL-terminated) or -errno. */
-int conf_read_file(const char *path, bool regular_only, char **buf, size_t *len);
-
 /** Load the partitions include file named by L->st.include (relative to L->dir). */
 void conf_include_load(struct loader *L);
 

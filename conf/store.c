@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "conf/text.h"
+
 #define STORE_FORMAT 1     /* meta "format": layout of the databases */
 #define RECORD_VERSION 1   /* first byte of every record value */
 #define RECORD_HEAD 4

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The config's text forms: ADDR@PORT, domain names, and reading a whole file. */
+#pragma once
+
+/* Public through conf/conf.h, which defines struct conf_addr and the CONF_E_* codes. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct conf_addr;
+
+/**
+ * Parse "ADDR", "ADDR@PORT" (IPv4 or IPv6, no brackets).
+ * @return 0 or CONF_E_TARGET.
+ */
+int conf_addr_parse(const char *text, uint16_t default_port, struct conf_addr *out);
+
+/**
+ * conf_addr_parse with the reason for a failure.
+ * @param why out: a static phrase for messages, set on failure.
+ * @return 0 or CONF_E_TARGET.
+ */
+int conf_addr_parse_why(const char *text, uint16_t default_port, struct conf_addr *out,
+                        const char **why);
+
+/**
+ * Normalize a domain name: lower case, trailing dot, each label 1..63,
+ * total <= 253 characters of text. @return 0 or -EINVAL.
+ */
+int conf_name_normalize(const char *text, char *out, size_t size);
+
+/** Read a whole file (size-capped). @return 0 (*buf malloc'd, NUL-terminated) or -errno. */
+int conf_read_file(const char *path, bool regular_only, char **buf, size_t *len);
