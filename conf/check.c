@@ -8,6 +8,7 @@
 
 #include "conf/conf.h"
 #include "conf/loader.h"
+#include "conf/report.h"
 #include "mapping/mapping.h"
 #include "partition/partition.h"
 #include "partition/prefix.h"

@@ -10,6 +10,7 @@
 
 #include "conf/conf.h"
 #include "conf/loader.h"
+#include "conf/report.h"
 #include "conf/text.h"
 #include "mapping/mapping.h"
 #include "partition/partition.h"

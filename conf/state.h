@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to conf/: the loader's state, shared by every step of a load; types only. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "conf/conf.h"
+#include "conf/ytree.h"
+
+/* Longest key path kept for messages ("partitions.list[12].prefixes[3]"). */
+#define LOADER_KEY_MAX 256
+
+/* One partitions.list item as parsed, before the table is built. */
+struct conf_part {
+	char *name;
+	char *label, *country, *region, *city, *postal; /* NULL when absent */
+	struct prefix mapped;  /* family 0 when absent or bad */
+	struct prefix mapped6; /* family 0 when absent or bad */
+	size_t nprefixes;
+	struct prefix *prefixes; /* family 0 for an item that did not parse */
+	const struct ynode *node, *name_node, *mapped_node, *mapped6_node, *prefixes_node;
+};
+
+/* What the schema fills: the result plus what only the loader needs. */
+struct conf_state {
+	struct conf conf;
+	char *unmatched;
+	char *include;
+	const struct ynode *unmatched_node, *include_node, *list_node;
+	size_t nparts;
+	struct conf_part *parts;
+};
+
+/* One load in progress: the schema state, the parsed files and the report context. */
+struct loader {
+	struct ydiag diag;
+	struct conf_state st;
+	const char *name;     /* the main file as shown in messages */
+	char *dir;            /* directory of the main file for includes, NULL = cwd */
+	struct ydoc docs[2];  /* main, include */
+	unsigned ndocs;
+	bool yaml_failed;     /* some file was not well-formed */
+	bool include_failed;  /* the partitions include could not be read */
+	bool oom;
+	char key[LOADER_KEY_MAX];
+	size_t keylen;
+};
