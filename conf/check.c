@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Cross-key checks of a parsed config, and building its partition table and mapping. */
+#include "conf/check.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +9,9 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
-#include "conf/loader.h"
 #include "conf/report.h"
+#include "conf/state.h"
+#include "conf/ytree.h"
 #include "mapping/mapping.h"
 #include "partition/partition.h"
 #include "partition/prefix.h"

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Config loading entry points and loader plumbing. */
+/* The config loader: parse, apply the schema, read a named include, check, hand out the result. */
 #include "conf/conf.h"
 
 #include <errno.h>
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf/loader.h"
+#include "conf/check.h"
 #include "conf/report.h"
+#include "conf/schema.h"
+#include "conf/state.h"
 #include "conf/text.h"
 #include "conf/ytree.h"
 
@@ -30,7 +32,8 @@ const char *conf_strerror(int err)
 	}
 }
 
-void conf_include_load(struct loader *L)
+/* Read the partitions include named by L->st.include (relative to L->dir) and apply it. */
+static void load_include(struct loader *L)
 {
 	struct conf_state *st = &L->st;
 	const char *inc = st->include;
@@ -55,7 +58,8 @@ void conf_include_load(struct loader *L)
 	size_t len;
 	int rc = conf_read_file(path, true, &buf, &len);
 	if (rc != 0) {
-		size_t saved = conf_key_push(L, "include");
+		size_t saved = conf_key_push(L, "partitions");
+		conf_key_push(L, "include");
 		conf_error(L, st->include_node, false, "cannot read include file '%s': %s", path,
 		           rc == -EINVAL ? "not a regular file" : strerror(-rc));
 		conf_key_pop(L, saved);
@@ -76,7 +80,7 @@ void conf_include_load(struct loader *L)
 	conf_schema_apply_include(L, L->docs[1].root);
 }
 
-/* Parse, apply, check; dir (owned, may be NULL) resolves relative includes. */
+/* Parse, apply, include, check; dir (owned, may be NULL) resolves relative includes. */
 static int load(const char *text, size_t len, const char *name, char *dir, FILE *err,
                 struct conf **out, unsigned *nerrors)
 {
@@ -104,6 +108,9 @@ static int load(const char *text, size_t len, const char *name, char *dir, FILE 
 	}
 	if (L->ndocs == 1) {
 		conf_schema_apply(L, L->docs[0].root);
+		/* The schema only records a named include; reading files is the loader's job. */
+		if (L->st.include_pending)
+			load_include(L);
 		/* Cross-checks on a half-read file would only add noise. */
 		if (!L->yaml_failed && !L->oom)
 			conf_check(L, L->docs[0].root);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The config schema: a row per key (type, range, default, check) and the walk that applies it. */
+#include "conf/schema.h"
+
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -9,9 +11,10 @@
 #include <sys/socket.h>
 
 #include "conf/conf.h"
-#include "conf/loader.h"
 #include "conf/report.h"
+#include "conf/state.h"
 #include "conf/text.h"
+#include "conf/ytree.h"
 #include "mapping/mapping.h"
 #include "partition/partition.h"
 #include "partition/prefix.h"
@@ -857,7 +860,11 @@ static void walk_item(struct loader *L, const struct sitem *it, const struct yno
 		it->check(L, n);
 }
 
-/* After the partitions section: include and list exclude each other, then load the include. */
+/*
+ * After the partitions section: include and list exclude each other. A lone
+ * include is only recorded; the loader reads and applies it after this walk,
+ * so the schema never reads files or calls back into the loader.
+ */
 static void partitions_done(struct loader *L, const struct ynode *n)
 {
 	struct conf_state *st = &L->st;
@@ -872,7 +879,7 @@ static void partitions_done(struct loader *L, const struct ynode *n)
 		return;
 	}
 	if (st->include_node != NULL && st->include != NULL)
-		conf_include_load(L);
+		st->include_pending = true;
 }
 
 void conf_schema_apply(struct loader *L, const struct ynode *root)
@@ -886,5 +893,7 @@ void conf_schema_apply_include(struct loader *L, const struct ynode *root)
 {
 	if (conf_ynode_is_null(root))
 		return;
+	size_t saved = conf_key_push(L, "partitions");
 	walk_section(L, include_items, root, &L->st);
+	conf_key_pop(L, saved);
 }
