@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Tests of the config loader (conf/conf.c, ytree.c, schema.c, check.c); included from CMakeLists.txt.
+# Tests of the config loader (conf/conf.c and every file below it); included from CMakeLists.txt.
 partdns_unit_test(test_conf ${CMAKE_CURRENT_SOURCE_DIR}/test_conf.c partdns_conf)
 # The large-include test writes and loads ~120k prefixes; generous for sanitizer builds.
 set_tests_properties(test_conf PROPERTIES TIMEOUT 120)
