@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/client.h"
 #include "partition/partition.h"
-#include "tools/ctl/control_client.h"
 #include "tools/ctl/ctl.h"
 
 /* Send request; print the body to stdout on OK, the message and body to stderr on ERR. */
