@@ -5,10 +5,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
+
 
 #include "resolver/cache.h"
+#include "util/hash.h"
 
 /*
  * Layout. The key's hash picks a shard (bits 32..47) and a bucket in that
@@ -94,7 +94,7 @@ struct cache {
 	unsigned nshards;
 	uint32_t shard_mask;
 	size_t max_bytes;
-	uint64_t secret[3];  /* per-cache random hash keys */
+	struct hash_key key;  /* per-cache random hash key */
 };
 
 /* Counter/occupancy update by the only writer (the lock holder). */
@@ -131,58 +131,6 @@ static inline void add_reader_u64(_Atomic uint64_t *v)
 #endif
 }
 
-/* --- hash: a keyed multiply-fold mix (wyhash-like), 8 bytes per step --- */
-
-/* 64x64->128 multiply, folded: the core mixing step. */
-static inline uint64_t mum(uint64_t a, uint64_t b)
-{
-	__extension__ unsigned __int128 r = (unsigned __int128)a * b;
-	return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-static inline uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline uint64_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/*
- * Keys are attacker-chosen (query names), so the hash is keyed with random
- * secrets per cache: without them a flood of colliding names could pile
- * into one chain. Inputs are XORed with secrets before each multiply so an
- * attacker can't force a zero factor.
- */
-static uint64_t key_hash(const struct cache *c, const uint8_t *p, size_t len)
-{
-	const uint64_t s0 = c->secret[0], s1 = c->secret[1];
-	uint64_t h = c->secret[2] ^ mum(len ^ s0, s1);
-	size_t n = len;
-	uint64_t a = 0, b = 0;
-
-	while (n > 16) {
-		h = mum(rd64(p) ^ s0, rd64(p + 8) ^ h);
-		p += 16;
-		n -= 16;
-	}
-	if (n > 8) {
-		a = rd64(p);
-		b = rd64(p + n - 8);
-	} else if (n >= 4) {
-		a = rd32(p);
-		b = rd32(p + n - 4);
-	} else if (n > 0) {
-		a = ((uint64_t)p[0] << 16) | ((uint64_t)p[n >> 1] << 8) | p[n - 1];
-	}
-	return mum(s1 ^ len, mum(a ^ s0, b ^ h));
-}
 
 /* --- entries --- */
 
@@ -363,19 +311,6 @@ static int shard_shrink_empty(struct shard *s)
 
 /* --- public API --- */
 
-static void make_secrets(uint64_t secret[3])
-{
-	if (getrandom(secret, 3 * sizeof(secret[0]), GRND_NONBLOCK) == 3 * sizeof(secret[0]))
-		return;
-	/* No entropy yet (early boot): still vary per process and per cache. */
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)secret;
-	for (int i = 0; i < 3; i++) {
-		x += 0x9e3779b97f4a7c15ull;
-		secret[i] = mum(x ^ 0xa0761d6478bd642full, x ^ 0xe7037ed1a0b428dbull);
-	}
-}
 
 struct cache *cache_new(size_t max_bytes, unsigned nshards)
 {
@@ -399,7 +334,8 @@ struct cache *cache_new(size_t max_bytes, unsigned nshards)
 	c->nshards = nshards;
 	c->shard_mask = nshards - 1;
 	c->max_bytes = max_bytes;
-	make_secrets(c->secret);
+	/* names are attacker-chosen: a random key per cache (util/hash.h) */
+	hash_key_random(&c->key);
 
 	size_t budget = max_bytes / nshards;
 	/* Size tables for ~1 KiB entries up front so a growing cache rarely rehashes. */
@@ -442,7 +378,7 @@ int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
 		 int (*fn)(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg),
 		 void *arg)
 {
-	uint64_t h = key_hash(c, key, klen);
+	uint64_t h = hash_bytes(&c->key, key, klen);
 	struct shard *s = shard_of(c, h);
 
 	shard_rdlock(&s->lock);
@@ -486,7 +422,7 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 	struct entry *e = malloc(need);
 	if (e == NULL)
 		return -ENOMEM;
-	uint64_t h = key_hash(c, key, klen);
+	uint64_t h = hash_bytes(&c->key, key, klen);
 	e->next = NULL;
 	e->hash = h;
 	e->stored_at = now;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* EDNS-domain set: an open-addressing hash of lower-cased wire names. */
 #include "resolver/domains.h"
-#include "resolver/hash.h"
 #include "resolver/wire.h"
+#include "util/hash.h"
+#include "util/vec.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -21,6 +22,7 @@ struct domains {
 	size_t nsubtree; /* no --subtree entry: a miss needs no walk up */
 	size_t *slots; /* index+1 into entries, 0 = empty; cap is a power of two */
 	size_t nslots;
+	struct hash_key key; /* matching runs on query names: a random hash key */
 };
 
 struct domains *domains_empty(void)
@@ -28,6 +30,7 @@ struct domains *domains_empty(void)
 	struct domains *d = calloc(1, sizeof(*d));
 	if (d == NULL)
 		return NULL;
+	hash_key_random(&d->key);
 	d->nslots = 16;
 	d->slots = calloc(d->nslots, sizeof(size_t));
 	if (d->slots == NULL) {
@@ -49,14 +52,9 @@ void domains_free(struct domains *d)
 static int add_rule(const struct store_domain *rule, void *arg)
 {
 	struct domains *d = arg;
-	if (d->count == d->cap) {
-		size_t ncap = d->cap ? d->cap * 2 : 64;
-		struct dom_entry *ne = realloc(d->entries, ncap * sizeof(*ne));
-		if (ne == NULL)
-			return -ENOMEM;
-		d->entries = ne;
-		d->cap = ncap;
-	}
+	int rc = vec_grow(&d->entries, &d->cap, d->count + 1, sizeof(*d->entries), DOMAINS_MAX);
+	if (rc != 0)
+		return rc;
 	struct dom_entry *e = &d->entries[d->count];
 	int n = wire_name_from_text(rule->name, e->name, sizeof(e->name));
 	if (n < 0)
@@ -81,7 +79,7 @@ static int build_index(struct domains *d)
 		return -ENOMEM;
 	d->nslots = n;
 	for (size_t i = 0; i < d->count; i++) {
-		size_t s = hash_fnv1a(d->entries[i].name, d->entries[i].len) & (n - 1);
+		size_t s = hash_bytes(&d->key, d->entries[i].name, d->entries[i].len) & (n - 1);
 		while (d->slots[s] != 0)
 			s = (s + 1) & (n - 1);
 		d->slots[s] = i + 1;
@@ -113,7 +111,7 @@ int domains_load(struct store *s, struct domains **out, uint64_t *version)
 static const struct dom_entry *find(const struct domains *d, const uint8_t *name, size_t len)
 {
 	size_t mask = d->nslots - 1;
-	size_t s = hash_fnv1a(name, len) & mask;
+	size_t s = hash_bytes(&d->key, name, len) & mask;
 	while (d->slots[s] != 0) {
 		const struct dom_entry *e = &d->entries[d->slots[s] - 1];
 		if (e->len == len && memcmp(e->name, name, len) == 0)

@@ -9,6 +9,9 @@
 
 struct domains;
 
+/* Most EDNS domains a set holds (a store with more is refused at load). */
+#define DOMAINS_MAX (16u * 1024 * 1024)
+
 /**
  * Read every domain from the store into a new immutable set.
  * @param version out, optional: the store version the set was read at.

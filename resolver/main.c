@@ -7,7 +7,7 @@
 
 #include "conf/conf.h"
 #include "resolver/log.h"
-#include "resolver/server.h"
+#include "resolver/daemon.h"
 
 #define PARTDNS_VERSION "0.1.0"
 
@@ -55,10 +55,10 @@ int main(int argc, char **argv)
 		conf_free(c);
 		return 0;
 	}
-	struct server *srv = server_new(path, c);
-	if (srv == NULL)
+	struct daemon *d = daemon_new(path, c);
+	if (d == NULL)
 		return 1;
-	rc = server_run(srv);
-	server_free(srv);
+	rc = daemon_run(d);
+	daemon_free(d);
 	return rc == 0 ? 0 : 1;
 }

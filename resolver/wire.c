@@ -1133,6 +1133,112 @@ int wire_splice(const uint8_t *first, size_t first_len, const uint8_t *second, s
 	return 0;
 }
 
+/* ---- reading records ---- */
+
+int wire_iter_init(struct wire_iter *it, const uint8_t *pkt, size_t len)
+{
+	memset(it, 0, sizeof(*it));
+	if (len < WIRE_HEADER_SIZE || rd16(pkt + 4) != 1)
+		return WIRE_E_FORMERR;
+	it->pkt = pkt;
+	it->len = len;
+	it->count[0] = rd16(pkt + 6);
+	it->count[1] = rd16(pkt + 8);
+	it->count[2] = rd16(pkt + 10);
+	uint8_t qname[WIRE_MAX_NAME];
+	size_t qlen;
+	return question_read(pkt, len, &it->pos, qname, &qlen);
+}
+
+int wire_iter_next(struct wire_iter *it, struct wire_rr *out)
+{
+	while (it->section < 3 && it->idx >= it->count[it->section]) {
+		it->section++;
+		it->idx = 0;
+	}
+	if (it->section >= 3)
+		return 0;
+	struct rr rr;
+	if (rr_read(it->pkt, it->len, &it->pos, &rr, out->owner) != 0) {
+		it->section = 3; /* nothing past a malformed record can be trusted */
+		return WIRE_E_FORMERR;
+	}
+	out->section = (enum wire_section)it->section;
+	out->owner_len = rr.owner_len;
+	out->type = rr.type;
+	out->rclass = rr.rclass;
+	out->ttl = rr.ttl;
+	out->rdlen = rr.rdlen;
+	out->rdata = rr.rdata;
+	it->idx++;
+	return 1;
+}
+
+int wire_rdata_name(const struct wire_iter *it, const struct wire_rr *rr, size_t off, uint8_t *out, size_t *out_len)
+{
+	if (off >= rr->rdlen)
+		return WIRE_E_FORMERR;
+	size_t end = rr->rdata + rr->rdlen, p = rr->rdata + off;
+	/* pointers may lead anywhere before; the name's own bytes end in the RDATA */
+	if (name_read(it->pkt, it->len, &p, out, out_len) != 0 || p > end)
+		return WIRE_E_FORMERR;
+	return 0;
+}
+
+int wire_cname_prefix(const uint8_t *resp, size_t len, unsigned hops, uint8_t **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	struct wire_iter it;
+	uint8_t qname[WIRE_MAX_NAME], cur[WIRE_MAX_NAME];
+	size_t qname_len, cur_len, qend;
+	if (wire_iter_init(&it, resp, len) != 0 || question_read(resp, len, &qend, qname, &qname_len) != 0)
+		return WIRE_E_FORMERR;
+	struct enc *e = enc_new();
+	if (e == NULL)
+		return -ENOMEM;
+	uint8_t hdr[WIRE_HEADER_SIZE] = {0};
+	memcpy(hdr, resp, 2);
+	wr16(hdr + 2, (uint16_t)(rd16(resp + 2) & ~(WIRE_FLAG_RCODE | WIRE_FLAG_AD | WIRE_FLAG_AA | WIRE_FLAG_TC)));
+	wr16(hdr + 4, 1);
+	wr16(hdr + 6, (uint16_t)hops);
+	int rc = enc_put(e, hdr, WIRE_HEADER_SIZE);
+	if (rc == 0)
+		rc = enc_name(e, qname, qname_len, false);
+	if (rc == 0)
+		rc = enc_put(e, resp + qend - 4, 4);
+	memcpy(cur, qname, qname_len);
+	cur_len = qname_len;
+	for (unsigned h = 0; rc == 0 && h < hops; h++) {
+		/* the hop's CNAME: the first one owned by the current name */
+		struct wire_iter walk = it;
+		struct wire_rr rr;
+		int k;
+		while ((k = wire_iter_next(&walk, &rr)) == 1 && rr.section == WIRE_SECTION_ANSWER &&
+		       !(rr.type == WIRE_TYPE_CNAME && wire_name_equal(rr.owner, rr.owner_len, cur, cur_len)))
+			;
+		if (k != 1 || rr.section != WIRE_SECTION_ANSWER ||
+		    wire_rdata_name(&walk, &rr, 0, cur, &cur_len) != 0) {
+			rc = WIRE_E_FORMERR;
+			break;
+		}
+		struct rr raw = { .owner_len = rr.owner_len, .type = rr.type, .rclass = rr.rclass, .ttl = rr.ttl,
+		                  .rdlen = rr.rdlen, .rdata = rr.rdata, .end = rr.rdata + rr.rdlen };
+		rc = enc_rr(e, resp, &raw, rr.owner, rr.ttl, NULL);
+	}
+	if (rc == 0) {
+		*out = malloc(e->len);
+		if (*out == NULL) {
+			rc = -ENOMEM;
+		} else {
+			memcpy(*out, e->buf, e->len);
+			*out_len = e->len;
+		}
+	}
+	free(e);
+	return rc;
+}
+
 /* ---- names ---- */
 
 int wire_name_check(const uint8_t *name, size_t len)

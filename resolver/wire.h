@@ -356,3 +356,60 @@ bool wire_name_in_zone(const uint8_t *name, size_t len, const uint8_t *zone, siz
 
 /** Text of a WIRE_E_* or negative errno code. */
 const char *wire_strerror(int err);
+
+/* ---- reading records (one parser for every upstream message) ---- */
+
+/* Sections of a message, in wire order. */
+enum wire_section { WIRE_SECTION_ANSWER = 0, WIRE_SECTION_AUTHORITY = 1, WIRE_SECTION_ADDITIONAL = 2 };
+
+/* One resource record as found by wire_iter_next. */
+struct wire_rr {
+	enum wire_section section;
+	uint8_t owner[WIRE_MAX_NAME]; /* uncompressed, case as received */
+	size_t owner_len;
+	uint16_t type, rclass;
+	uint32_t ttl;
+	uint16_t rdlen;
+	size_t rdata;                 /* offset of the RDATA in the message */
+};
+
+/* Walks the records of a message; keeps pointers to the message (not a copy). */
+struct wire_iter {
+	const uint8_t *pkt;
+	size_t len, pos;
+	unsigned count[3];            /* records per section */
+	unsigned section, idx;
+};
+
+/**
+ * Start walking the records of pkt (a response or query): checks the header
+ * and QDCOUNT == 1 and skips the question.
+ * @return 0 or WIRE_E_FORMERR.
+ */
+int wire_iter_init(struct wire_iter *it, const uint8_t *pkt, size_t len);
+
+/**
+ * The next record, in wire order across the three sections.
+ * @return 1 (rr filled), 0 (no more records), WIRE_E_FORMERR (malformed:
+ *         stop; the records before it were well-formed).
+ */
+int wire_iter_next(struct wire_iter *it, struct wire_rr *rr);
+
+/**
+ * Read the domain name at offset off of the RDATA of rr (e.g. 0 for the
+ * target of a CNAME or NS, the MNAME of an SOA), decompressed, into out
+ * (WIRE_MAX_NAME bytes). The name must end inside the RDATA.
+ * @return 0 or WIRE_E_FORMERR.
+ */
+int wire_rdata_name(const struct wire_iter *it, const struct wire_rr *rr, size_t off, uint8_t *out, size_t *out_len);
+
+/**
+ * The first hops records of the CNAME chain from qname in resp's answer
+ * section, as a message of their own: resp's header (rcode NOERROR, AA and
+ * AD cleared) and question, those CNAME records as the answer, nothing
+ * else. It is the part of an answer a partitioned client shares with
+ * everybody when its chain enters an EDNS domain after hops hops.
+ * @param out      out: malloc'd message, caller frees
+ * @return 0, WIRE_E_FORMERR (malformed, or the chain has fewer hops), -ENOMEM.
+ */
+int wire_cname_prefix(const uint8_t *resp, size_t len, unsigned hops, uint8_t **out, size_t *out_len);

@@ -1,16 +1,36 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* This file is private to resolver/. A worker thread: UDP and TCP listeners, cache hits, replies. */
+/* This file is private to resolver/. A listener thread: UDP and TCP sockets, its queries, the replies of its waiters. */
 #pragma once
 
-#include "resolver/core.h"
+#include "resolver/cache.h"
+#include "resolver/counters.h"
+#include "resolver/inflight.h"
+#include "resolver/resolve_edns.h"
+#include "resolver/resolve_normal.h"
+#include "resolver/snapshot.h"
+
+struct worker;
+
+/* What every worker shares (owned by the daemon, outliving the workers). */
+struct worker_env {
+	struct snapshot_slot *snapshots;
+	struct cache *cache;
+	struct inflight *inflight;
+	struct resolve_normal *normal;
+	struct resolve_edns *edns;
+	int stop_fd;               /* readable once the daemon stops */
+};
 
 /**
- * Create worker idx with its own SO_REUSEPORT sockets on every listen address.
+ * Create worker idx with its own SO_REUSEPORT sockets on every listen address of c.
  * @return the worker or NULL (the error is logged, naming the address).
  */
-struct worker *worker_new(struct server *srv, unsigned idx, const struct conf *c);
+struct worker *worker_new(const struct worker_env *env, unsigned idx, const struct conf *c);
 int worker_start(struct worker *w);
+/** Wait for the thread to end (after the stop fd became readable). */
 void worker_join(struct worker *w);
+/** Free; waiters still queued are dropped. The pools must be freed first (they end their jobs into our queue). */
 void worker_free(struct worker *w);
 struct counters *worker_counters(struct worker *w);
+/** PARTITION_MAX + 1 counters, by partition id. */
 struct partition_counters *worker_partition_counters(struct worker *w);

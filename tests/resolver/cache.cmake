@@ -10,4 +10,4 @@ target_link_libraries(bench_cache PRIVATE partdns_resolver Threads::Threads part
 add_executable(bench_cache_rwlock ${CMAKE_CURRENT_LIST_DIR}/bench_cache.c
   ${PROJECT_SOURCE_DIR}/resolver/cache.c)
 target_compile_definitions(bench_cache_rwlock PRIVATE CACHE_RWLOCK)
-target_link_libraries(bench_cache_rwlock PRIVATE Threads::Threads partdns_warnings)
+target_link_libraries(bench_cache_rwlock PRIVATE partdns_util Threads::Threads partdns_warnings)

@@ -10,55 +10,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf/store.h"
 #include "resolver/domains.h"
 #include "resolver/wire.h"
+#include "tests/fixtures/domains_store.h"
 
-struct fixture {
-	char dir[64];
-	struct store *store;
-	struct domains *domains;
+static const struct fixture_domain flagged[] = {
+	{ "video.customer.example.", false, CONF_POLICY_ITERATE },
+	{ "cdn.example.", true, CONF_POLICY_FORWARD },
+	{ "exact.cdn.example.", false, CONF_POLICY_ITERATE },
 };
-
-static void put(struct store *s, const char *name, bool subtree, enum conf_policy policy)
-{
-	struct store_domain d;
-	memset(&d, 0, sizeof(d));
-	snprintf(d.name, sizeof(d.name), "%s", name);
-	d.subtree = subtree;
-	d.policy = policy;
-	assert_int_equal(store_put(s, &d), 0);
-}
 
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/partdns-test-domains-XXXXXX");
-	if (mkdtemp(f->dir) == NULL)
-		return -1;
-	if (store_open(f->dir, false, &f->store) != 0)
-		return -1;
-	put(f->store, "video.customer.example.", false, CONF_POLICY_ITERATE);
-	put(f->store, "cdn.example.", true, CONF_POLICY_FORWARD);
-	put(f->store, "exact.cdn.example.", false, CONF_POLICY_ITERATE);
-	uint64_t v = 0;
-	if (domains_load(f->store, &f->domains, &v) != 0)
-		return -1;
-	*state = f;
-	return 0;
+	*state = fixture_store_new("domains", flagged, sizeof(flagged) / sizeof(flagged[0]));
+	return *state ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	struct fixture *f = *state;
-	domains_free(f->domains);
-	store_close(f->store);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	if (system(cmd) != 0)
-		return -1;
-	free(f);
-	return 0;
+	return fixture_store_free(*state);
 }
 
 static const struct {
@@ -81,7 +51,7 @@ static const struct {
 
 static void test_match(void **state)
 {
-	struct fixture *f = *state;
+	struct fixture_store *f = *state;
 	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
 		uint8_t wire[WIRE_MAX_NAME];
 		int n = wire_name_from_text(vectors[i].qname, wire, sizeof(wire));
@@ -102,7 +72,7 @@ static void test_match(void **state)
 
 static void test_policy_and_count(void **state)
 {
-	struct fixture *f = *state;
+	struct fixture_store *f = *state;
 	assert_int_equal(domains_count(f->domains), 3);
 	uint8_t wire[WIRE_MAX_NAME];
 	int n = wire_name_from_text("a.cdn.example.", wire, sizeof(wire));

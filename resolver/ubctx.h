@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* This file is private to resolver/. A libunbound context configured from resolver.* keys. */
+/* This file is private to resolver/. A libunbound context configured from the resolver.* keys. */
 #pragma once
 
 #include "conf/conf.h"
@@ -12,4 +12,4 @@ struct ub_ctx;
  * Errors are logged naming the setting.
  * @return the context (free with ub_ctx_delete) or NULL.
  */
-struct ub_ctx *ub_from_conf(const struct conf *c);
+struct ub_ctx *ubctx_new(const struct conf *c);

@@ -8,9 +8,10 @@
  * forward targets (policy forward). CNAME chains are followed hop by hop,
  * each hop with the partition's ECS, and spliced into one answer.
  */
+#include "resolver/resolve_edns.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ldns/ldns.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +20,13 @@
 #include <unbound.h>
 #include <unistd.h>
 
-#include "resolver/hash.h"
+#include "resolver/clock.h"
+#include "resolver/edns_iter.h"
+#include "resolver/inflight.h"
 #include "resolver/log.h"
-#include "resolver/pool.h"
-#include "resolver/ub.h"
+#include "resolver/ubctx.h"
+#include "util/hash.h"
 
-#define MAX_SERVERS 8
-#define MAX_NSNAMES 4
 #define MAX_HOPS 8        /* CNAME hops followed across responses */
 #define MAX_REFERRALS 6   /* referrals followed below the zone libunbound gave */
 #define MAX_TRIES 4       /* upstream attempts per hop */
@@ -44,12 +45,12 @@ struct zentry {
 	uint8_t name[WIRE_MAX_NAME];
 	size_t name_len;
 	uint64_t expires_ns;
-	int nsrv;
-	struct sockaddr_storage srv[MAX_SERVERS];
+	int naddr;
+	struct sockaddr_storage addr[EDNS_MAX_SERVERS];
 };
 
 struct ethread {
-	struct pool_edns *pool;
+	struct resolve_edns *pool;
 	unsigned idx;
 	pthread_t thread;
 	bool started;
@@ -63,8 +64,9 @@ struct ethread {
 	uint8_t buf[65535 + 2];
 };
 
-struct pool_edns {
-	struct server *srv;
+struct resolve_edns {
+	int stop_fd;
+	struct hash_key key;  /* picks a thread by name */
 	unsigned nthreads;
 	struct ethread *threads;
 	unsigned max_inflight;
@@ -87,11 +89,8 @@ struct eres {
 	size_t zname_len;
 	uint8_t zone[WIRE_MAX_NAME];
 	size_t zone_len;
-	struct sockaddr_storage srv[MAX_SERVERS];
-	int nsrv, cur, tries;
-	uint8_t nsnames[MAX_NSNAMES][WIRE_MAX_NAME];
-	size_t nsname_len[MAX_NSNAMES];
-	int nns, ns_i;
+	struct edns_servers sv;      /* the zone's servers (or forward targets) */
+	int cur, tries, ns_i;
 	uint64_t give_up_ns;         /* whole resolution: SERVFAIL after this */
 	int ub_id;                   /* libunbound lookup in flight (st != E_QUERY) */
 	bool ub_busy;
@@ -116,7 +115,7 @@ static uint32_t rnd32(void)
 {
 	uint32_t v;
 	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-		v = (uint32_t)now_ns() * 2654435761u;
+		v = (uint32_t)clock_ns() * 2654435761u;
 	return v;
 }
 
@@ -156,7 +155,7 @@ static void eres_fail(struct eres *r, const char *why)
 	counter_inc(&r->t->ctr.upstream_errors);
 	struct job *job = r->job;
 	eres_free(r);
-	server_job_fail(job, WIRE_RCODE_SERVFAIL);
+	inflight_fail(job, WIRE_RCODE_SERVFAIL);
 }
 
 /* Add a hop's response to the chain so far (the first one is copied as is). @return 0 or -1 (r failed). */
@@ -188,7 +187,7 @@ static void eres_done(struct eres *r, const uint8_t *resp, size_t len)
 	if (r->acc == NULL) {
 		/* resp may live in the thread's buffer: finish the job before reuse */
 		eres_free(r);
-		server_job_done(job, resp, len);
+		inflight_done(job, resp, len);
 		return;
 	}
 	if (acc_append(r, resp, len) != 0)
@@ -197,23 +196,23 @@ static void eres_done(struct eres *r, const uint8_t *resp, size_t len)
 	size_t msg_len = r->acc_len;
 	r->acc = NULL; /* taken: eres_free must not free it */
 	eres_free(r);
-	server_job_done(job, msg, msg_len);
+	inflight_done(job, msg, msg_len);
 	free(msg);
 }
 
 static struct zentry *zcache_slot(struct ethread *t, const uint8_t *name, size_t len)
 {
-	return &t->zcache[hash_fnv1a(name, len) % ZCACHE_SLOTS];
+	return &t->zcache[hash_bytes(&t->pool->key, name, len) % ZCACHE_SLOTS];
 }
 
 static bool zcache_get(struct eres *r)
 {
 	struct zentry *z = zcache_slot(r->t, r->name, r->name_len);
-	if (z->nsrv == 0 || z->name_len != r->name_len || memcmp(z->name, r->name, r->name_len) != 0 ||
-	    now_ns() > z->expires_ns)
+	if (z->naddr == 0 || z->name_len != r->name_len || memcmp(z->name, r->name, r->name_len) != 0 ||
+	    clock_ns() > z->expires_ns)
 		return false;
-	r->nsrv = z->nsrv;
-	memcpy(r->srv, z->srv, sizeof(r->srv));
+	r->sv.naddr = z->naddr;
+	memcpy(r->sv.addr, z->addr, sizeof(r->sv.addr));
 	return true;
 }
 
@@ -222,83 +221,9 @@ static void zcache_put(struct eres *r)
 	struct zentry *z = zcache_slot(r->t, r->name, r->name_len);
 	memcpy(z->name, r->name, r->name_len);
 	z->name_len = r->name_len;
-	z->nsrv = r->nsrv;
-	memcpy(z->srv, r->srv, sizeof(z->srv));
-	z->expires_ns = now_ns() + ZCACHE_TTL_NS;
-}
-
-static bool rdf_name(const ldns_rdf *rdf, const uint8_t **name, size_t *len)
-{
-	if (rdf == NULL || ldns_rdf_get_type(rdf) != LDNS_RDF_TYPE_DNAME)
-		return false;
-	*name = ldns_rdf_data(rdf);
-	*len = ldns_rdf_size(rdf);
-	return *len > 0 && *len <= WIRE_MAX_NAME;
-}
-
-static void add_server(struct eres *r, int family, const uint8_t *addr, uint16_t port)
-{
-	if (r->nsrv >= MAX_SERVERS)
-		return;
-	struct sockaddr_storage *ss = &r->srv[r->nsrv];
-	memset(ss, 0, sizeof(*ss));
-	if (family == AF_INET) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons(port);
-		memcpy(&s4->sin_addr, addr, 4);
-	} else {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons(port);
-		memcpy(&s6->sin6_addr, addr, 16);
-	}
-	r->nsrv++;
-}
-
-/* A and AAAA records of list whose owner is one of the NS names: glue. */
-static void take_glue(struct eres *r, const ldns_rr_list *list)
-{
-	for (size_t i = 0; list && i < ldns_rr_list_rr_count(list); i++) {
-		const ldns_rr *rr = ldns_rr_list_rr(list, i);
-		ldns_rr_type type = ldns_rr_get_type(rr);
-		if (type != LDNS_RR_TYPE_A && type != LDNS_RR_TYPE_AAAA)
-			continue;
-		const uint8_t *owner;
-		size_t olen;
-		if (!rdf_name(ldns_rr_owner(rr), &owner, &olen))
-			continue;
-		bool is_ns = false;
-		for (int k = 0; k < r->nns && !is_ns; k++)
-			is_ns = wire_name_equal(owner, olen, r->nsnames[k], r->nsname_len[k]);
-		const ldns_rdf *a = ldns_rr_rdf(rr, 0);
-		if (!is_ns || a == NULL)
-			continue;
-		if (type == LDNS_RR_TYPE_A && ldns_rdf_size(a) == 4)
-			add_server(r, AF_INET, ldns_rdf_data(a), 53);
-		else if (type == LDNS_RR_TYPE_AAAA && ldns_rdf_size(a) == 16)
-			add_server(r, AF_INET6, ldns_rdf_data(a), 53);
-	}
-}
-
-/* NS names of zone from list (owner must be zone). */
-static void take_nsnames(struct eres *r, const ldns_rr_list *list, const uint8_t *zone, size_t zone_len)
-{
-	r->nns = 0;
-	for (size_t i = 0; list && i < ldns_rr_list_rr_count(list) && r->nns < MAX_NSNAMES; i++) {
-		const ldns_rr *rr = ldns_rr_list_rr(list, i);
-		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_NS)
-			continue;
-		const uint8_t *owner, *ns;
-		size_t olen, nlen;
-		if (!rdf_name(ldns_rr_owner(rr), &owner, &olen) || !wire_name_equal(owner, olen, zone, zone_len))
-			continue;
-		if (!rdf_name(ldns_rr_rdf(rr, 0), &ns, &nlen))
-			continue;
-		memcpy(r->nsnames[r->nns], ns, nlen);
-		r->nsname_len[r->nns] = nlen;
-		r->nns++;
-	}
+	z->naddr = r->sv.naddr;
+	memcpy(z->addr, r->sv.addr, sizeof(z->addr));
+	z->expires_ns = clock_ns() + ZCACHE_TTL_NS;
 }
 
 /* ---- libunbound lookups (zone cut, nameserver addresses) ---- */
@@ -313,35 +238,21 @@ static void ub_lookup(struct eres *r, const uint8_t *name, size_t len, uint16_t 
 		return;
 	}
 	counter_inc(&r->t->ctr.ub_lookups);
-	int rc = ub_resolve_async(r->t->ctx, text, type, LDNS_RR_CLASS_IN, r, ub_done, &r->ub_id);
+	int rc = ub_resolve_async(r->t->ctx, text, type, WIRE_CLASS_IN, r, ub_done, &r->ub_id);
 	if (rc != 0)
 		eres_fail(r, ub_strerror(rc));
 	else
 		r->ub_busy = true;
 }
 
-static void on_soa(struct eres *r, ldns_pkt *pkt)
+static void on_soa(struct eres *r, const uint8_t *msg, size_t len)
 {
-	const ldns_rr_list *an = ldns_pkt_answer(pkt);
-	bool alias = false;
-	for (size_t i = 0; an && i < ldns_rr_list_rr_count(an); i++) {
-		const ldns_rr *rr = ldns_rr_list_rr(an, i);
-		const uint8_t *owner;
-		size_t olen;
-		if (!rdf_name(ldns_rr_owner(rr), &owner, &olen) ||
-		    !wire_name_equal(owner, olen, r->zname, r->zname_len))
-			continue;
-		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_SOA) {
-			memcpy(r->zone, r->zname, r->zname_len);
-			r->zone_len = r->zname_len;
-			goto found;
-		}
-		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_CNAME || ldns_rr_get_type(rr) == LDNS_RR_TYPE_DNAME)
-			alias = true;
-	}
-	if (alias) {
-		/* The SOA answer followed the alias elsewhere: the zone holding the
-		 * alias is the one holding its parent. */
+	switch (edns_iter_soa(msg, len, r->name, r->name_len, r->zname, r->zname_len, r->zone, &r->zone_len)) {
+	case EDNS_CUT_FOUND:
+		r->st = E_NS;
+		ub_lookup(r, r->zone, r->zone_len, WIRE_TYPE_NS);
+		return;
+	case EDNS_CUT_PARENT: {
 		int off = wire_name_parent(r->zname, r->zname_len);
 		if (off <= 0) {
 			eres_fail(r, "no zone found");
@@ -349,54 +260,38 @@ static void on_soa(struct eres *r, ldns_pkt *pkt)
 		}
 		memmove(r->zname, r->zname + off, r->zname_len - (size_t)off);
 		r->zname_len -= (size_t)off;
-		ub_lookup(r, r->zname, r->zname_len, LDNS_RR_TYPE_SOA);
+		ub_lookup(r, r->zname, r->zname_len, WIRE_TYPE_SOA);
 		return;
 	}
-	const ldns_rr_list *ns = ldns_pkt_authority(pkt);
-	for (size_t i = 0; ns && i < ldns_rr_list_rr_count(ns); i++) {
-		const ldns_rr *rr = ldns_rr_list_rr(ns, i);
-		const uint8_t *owner;
-		size_t olen;
-		if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_SOA || !rdf_name(ldns_rr_owner(rr), &owner, &olen))
-			continue;
-		if (!wire_name_in_zone(r->name, r->name_len, owner, olen))
-			continue;
-		memcpy(r->zone, owner, olen);
-		r->zone_len = olen;
-		goto found;
+	case EDNS_CUT_NONE:
+		break;
 	}
 	eres_fail(r, "no SOA for the zone cut");
-	return;
-found:
-	wire_name_lower(r->zone, r->zone_len, r->zone);
-	r->st = E_NS;
-	ub_lookup(r, r->zone, r->zone_len, LDNS_RR_TYPE_NS);
 }
 
 /* Nameserver addresses without glue: A for each name, then AAAA for each. */
 static void next_nsaddr(struct eres *r)
 {
-	if (r->ns_i >= 2 * r->nns) {
+	if (r->ns_i >= 2 * r->sv.nns) {
 		eres_fail(r, "no address for any nameserver");
 		return;
 	}
 	r->st = E_ADDR;
 	int i = r->ns_i++;
-	uint16_t type = i < r->nns ? LDNS_RR_TYPE_A : LDNS_RR_TYPE_AAAA;
-	i %= r->nns;
-	ub_lookup(r, r->nsnames[i], r->nsname_len[i], type);
+	uint16_t type = i < r->sv.nns ? WIRE_TYPE_A : WIRE_TYPE_AAAA;
+	i %= r->sv.nns;
+	ub_lookup(r, r->sv.nsname[i], r->sv.nsname_len[i], type);
 }
 
-static void on_ns(struct eres *r, ldns_pkt *pkt)
+static void on_ns(struct eres *r, const uint8_t *msg, size_t len)
 {
-	take_nsnames(r, ldns_pkt_answer(pkt), r->zone, r->zone_len);
-	if (r->nns == 0) {
+	if (edns_servers_take_ns(&r->sv, msg, len, WIRE_SECTION_ANSWER, r->zone, r->zone_len) == 0) {
 		eres_fail(r, "zone has no NS records");
 		return;
 	}
-	r->nsrv = 0;
-	take_glue(r, ldns_pkt_additional(pkt));
-	if (r->nsrv > 0) {
+	r->sv.naddr = 0;
+	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ADDITIONAL, false);
+	if (r->sv.naddr > 0) {
 		zcache_put(r);
 		eres_query(r);
 		return;
@@ -405,18 +300,10 @@ static void on_ns(struct eres *r, ldns_pkt *pkt)
 	next_nsaddr(r);
 }
 
-static void on_addr(struct eres *r, ldns_pkt *pkt)
+static void on_addr(struct eres *r, const uint8_t *msg, size_t len)
 {
-	const ldns_rr_list *an = ldns_pkt_answer(pkt);
-	for (size_t i = 0; an && i < ldns_rr_list_rr_count(an); i++) {
-		const ldns_rr *rr = ldns_rr_list_rr(an, i);
-		const ldns_rdf *a = ldns_rr_rdf(rr, 0);
-		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_A && a && ldns_rdf_size(a) == 4)
-			add_server(r, AF_INET, ldns_rdf_data(a), 53);
-		else if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_AAAA && a && ldns_rdf_size(a) == 16)
-			add_server(r, AF_INET6, ldns_rdf_data(a), 53);
-	}
-	if (r->nsrv == 0) {
+	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ANSWER, true);
+	if (r->sv.naddr == 0) {
 		next_nsaddr(r);
 		return;
 	}
@@ -429,9 +316,7 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 {
 	struct eres *r = arg;
 	r->ub_busy = false;
-	ldns_pkt *pkt = NULL;
-	if (err != 0 || res == NULL || res->answer_packet == NULL ||
-	    ldns_wire2pkt(&pkt, res->answer_packet, (size_t)res->answer_len) != LDNS_STATUS_OK) {
+	if (err != 0 || res == NULL || res->answer_packet == NULL || res->answer_len < WIRE_HEADER_SIZE) {
 		if (res)
 			ub_resolve_free(res);
 		if (r->st == E_ADDR) {
@@ -441,14 +326,15 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 		eres_fail(r, err ? ub_strerror(err) : "zone-cut lookup failed");
 		return;
 	}
-	ub_resolve_free(res);
+	const uint8_t *msg = res->answer_packet;
+	size_t len = (size_t)res->answer_len;
 	switch (r->st) {
-	case E_SOA: on_soa(r, pkt); break;
-	case E_NS: on_ns(r, pkt); break;
-	case E_ADDR: on_addr(r, pkt); break;
+	case E_SOA: on_soa(r, msg, len); break;
+	case E_NS: on_ns(r, msg, len); break;
+	case E_ADDR: on_addr(r, msg, len); break;
 	case E_QUERY: break;
 	}
-	ldns_pkt_free(pkt);
+	ub_resolve_free(res);
 }
 
 /* ---- the ECS-bearing upstream exchange ---- */
@@ -488,7 +374,7 @@ static void next_server(struct eres *r, const char *why)
 	close_sock(r);
 	r->tcp = false;
 	r->cur++;
-	if (r->tries >= MAX_TRIES || r->cur >= r->nsrv * 2) {
+	if (r->tries >= MAX_TRIES || r->cur >= r->sv.naddr * 2) {
 		eres_fail(r, why);
 		return;
 	}
@@ -499,12 +385,12 @@ static void eres_query(struct eres *r)
 {
 	struct job *job = r->job;
 	r->st = E_QUERY;
-	if (r->nsrv == 0) {
+	if (r->sv.naddr == 0) {
 		eres_fail(r, "no servers");
 		return;
 	}
 	r->tries++;
-	const struct sockaddr_storage *to = &r->srv[r->cur % r->nsrv];
+	const struct sockaddr_storage *to = &r->sv.addr[r->cur % r->sv.naddr];
 	r->id = (uint16_t)rnd32();
 	int len = wire_query_build(r->id, r->forward, job->do_bit, r->name, r->name_len, job->qtype, job->qclass,
 	                           &job->ecs, r->q, sizeof(r->q));
@@ -534,103 +420,73 @@ static void eres_query(struct eres *r)
 		next_server(r, "epoll");
 		return;
 	}
-	r->deadline_ns = now_ns() + (uint64_t)job->timeout_ms * 1000000ull;
+	r->deadline_ns = clock_ns() + (uint64_t)job->timeout_ms * 1000000ull;
 	counter_inc(&r->t->ctr.upstream_queries);
 	if (!r->tcp && send(fd, r->q, r->qlen, 0) != (ssize_t)r->qlen)
 		next_server(r, "send failed");
 }
 
-/* A referral: follow it below the current zone (iterate policy only). */
-static bool follow_referral(struct eres *r, const uint8_t *resp, size_t len)
+/* A referral to cut, read from resp: ask the child zone's servers. */
+static void follow_referral(struct eres *r, const uint8_t *cut, size_t cut_len, const uint8_t *resp, size_t len)
 {
-	ldns_pkt *pkt = NULL;
-	if (r->forward || ldns_wire2pkt(&pkt, resp, len) != LDNS_STATUS_OK)
-		return false;
-	const ldns_rr_list *ns = ldns_pkt_authority(pkt);
-	const uint8_t *cut = NULL;
-	size_t cut_len = 0;
-	for (size_t i = 0; ns && i < ldns_rr_list_rr_count(ns); i++) {
-		const ldns_rr *rr = ldns_rr_list_rr(ns, i);
-		const uint8_t *owner;
-		size_t olen;
-		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_NS && rdf_name(ldns_rr_owner(rr), &owner, &olen) &&
-		    wire_name_in_zone(r->name, r->name_len, owner, olen) &&
-		    !wire_name_equal(owner, olen, r->zone, r->zone_len) &&
-		    wire_name_in_zone(owner, olen, r->zone, r->zone_len)) {
-			cut = owner;
-			cut_len = olen;
-			break;
-		}
-	}
-	if (cut == NULL || ++r->referrals > MAX_REFERRALS) {
-		ldns_pkt_free(pkt);
-		return false;
-	}
 	memcpy(r->zone, cut, cut_len);
 	r->zone_len = cut_len;
-	take_nsnames(r, ns, r->zone, r->zone_len);
-	r->nsrv = 0;
+	edns_servers_take_ns(&r->sv, resp, len, WIRE_SECTION_AUTHORITY, r->zone, r->zone_len);
+	r->sv.naddr = 0;
 	r->cur = 0;
 	r->tries = 0;
-	take_glue(r, ldns_pkt_additional(pkt));
-	ldns_pkt_free(pkt);
+	edns_servers_take_addrs(&r->sv, resp, len, WIRE_SECTION_ADDITIONAL, false);
 	close_sock(r);
-	if (r->nsrv > 0) {
+	if (r->sv.naddr > 0) {
 		eres_query(r);
 	} else {
 		r->ns_i = 0;
 		next_nsaddr(r);
 	}
-	return true;
 }
 
 static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 {
 	struct job *job = r->job;
-	struct wire_resp_info info;
-	int rc = wire_response_check(resp, len, r->id, r->name, r->name_len, job->qtype, job->qclass, &job->ecs,
-	                             &info);
-	if (rc == WIRE_E_MISMATCH) {
+	struct edns_hop hop = { .name = r->name, .name_len = r->name_len, .zone = r->zone, .zone_len = r->zone_len,
+	                        .id = r->id, .qtype = job->qtype, .qclass = job->qclass, .ecs = &job->ecs,
+	                        .tcp = r->tcp, .forward = r->forward };
+	struct edns_verdict v;
+	edns_iter_response(&hop, resp, len, &v);
+	if (v.mismatch)
 		counter_inc(&r->t->ctr.upstream_mismatch);
-		if (r->tcp)
-			next_server(r, "mismatched response over TCP");
-		return; /* not ours (or a wrong ECS): keep waiting */
-	}
-	if (rc != 0) {
-		next_server(r, "malformed response");
+	switch (v.step) {
+	case EDNS_STEP_IGNORE:
 		return;
-	}
-	if (info.tc && !r->tcp) {
+	case EDNS_STEP_NEXT_SERVER:
+		next_server(r, v.why);
+		return;
+	case EDNS_STEP_TCP:
 		close_sock(r);
 		r->tcp = true;
 		r->tries--; /* the TCP retry belongs to the same attempt */
 		eres_query(r);
 		return;
-	}
-	if (info.rcode != WIRE_RCODE_NOERROR && info.rcode != WIRE_RCODE_NXDOMAIN) {
-		next_server(r, "server error rcode");
-		return;
-	}
-	if (info.rcode == WIRE_RCODE_NOERROR && info.ancount == 0 && !info.aa && info.nscount > 0 &&
-	    follow_referral(r, resp, len))
-		return;
-	uint8_t target[WIRE_MAX_NAME];
-	size_t tlen = 0;
-	int ct = wire_cname_target(resp, len, r->name, r->name_len, job->qtype, target, &tlen);
-	if (ct < 0) {
-		next_server(r, "malformed answer");
-		return;
-	}
-	if (ct == 1 && r->hops < MAX_HOPS) {
-		/* Splice this hop and resolve the target, with the same ECS. */
+	case EDNS_STEP_REFERRAL:
+		if (++r->referrals <= MAX_REFERRALS) {
+			follow_referral(r, v.cut, v.cut_len, resp, len);
+			return;
+		}
+		break; /* too deep: the referral is the answer (no data) */
+	case EDNS_STEP_CNAME:
+		if (r->hops >= MAX_HOPS)
+			break;
+		/* splice this hop and resolve the target, with the same ECS */
 		if (acc_append(r, resp, len) != 0)
 			return;
 		r->hops++;
 		close_sock(r);
-		memcpy(r->name, target, tlen);
-		r->name_len = tlen;
+		memcpy(r->name, v.target, v.target_len);
+		r->name_len = v.target_len;
 		eres_start_hop(r);
 		return;
+	case EDNS_STEP_DONE:
+		break;
 	}
 	eres_done(r, resp, len);
 }
@@ -701,12 +557,12 @@ static void eres_start_hop(struct eres *r)
 	r->referrals = 0;
 	r->tcp = false;
 	if (r->forward) {
-		r->nsrv = 0;
-		for (size_t i = 0; i < r->job->nforward && r->nsrv < MAX_SERVERS; i++) {
-			memcpy(&r->srv[r->nsrv], &r->job->forward[i].ss, r->job->forward[i].len);
-			r->nsrv++;
+		r->sv.naddr = 0;
+		for (size_t i = 0; i < r->job->rule.nforward && r->sv.naddr < EDNS_MAX_SERVERS; i++) {
+			memcpy(&r->sv.addr[r->sv.naddr], &r->job->rule.forward[i].ss, r->job->rule.forward[i].len);
+			r->sv.naddr++;
 		}
-		if (r->nsrv == 0) {
+		if (r->sv.naddr == 0) {
 			eres_fail(r, "policy forward without targets (edns.forward)");
 			return;
 		}
@@ -717,11 +573,11 @@ static void eres_start_hop(struct eres *r)
 		eres_query(r);
 		return;
 	}
-	r->nsrv = 0;
+	r->sv.naddr = 0;
 	r->st = E_SOA;
 	memcpy(r->zname, r->name, r->name_len);
 	r->zname_len = r->name_len;
-	ub_lookup(r, r->zname, r->zname_len, LDNS_RR_TYPE_SOA);
+	ub_lookup(r, r->zname, r->zname_len, WIRE_TYPE_SOA);
 }
 
 static void start_job(struct ethread *t, struct job *job)
@@ -729,14 +585,14 @@ static void start_job(struct ethread *t, struct job *job)
 	struct eres *r = calloc(1, sizeof(*r));
 	if (r == NULL) {
 		atomic_fetch_sub(&t->pool->inflight, 1);
-		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL);
 		return;
 	}
 	r->t = t;
 	r->job = job;
 	r->fd = -1;
 	/* a few upstream attempts' worth, then SERVFAIL rather than silence */
-	r->give_up_ns = now_ns() + 3ull * job->timeout_ms * 1000000ull;
+	r->give_up_ns = clock_ns() + 3ull * job->timeout_ms * 1000000ull;
 	r->forward = job->rule.policy == CONF_POLICY_FORWARD;
 	if (job->start_len > 0) {
 		/* a normal name's chain entered an EDNS domain: continue from there */
@@ -760,7 +616,7 @@ static void start_job(struct ethread *t, struct job *job)
 
 static void check_timeouts(struct ethread *t)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_ns();
 	struct eres *r = t->list;
 	while (r) {
 		struct eres *next = r->next;
@@ -782,7 +638,8 @@ static void *ethread_main(void *arg)
 {
 	struct ethread *t = arg;
 	struct epoll_event ev[64];
-	while (!server_stopping(t->pool->srv)) {
+	bool stop = false;
+	while (!stop) {
 		/* timers only matter while something is in flight: idle means asleep */
 		int n = epoll_wait(t->epfd, ev, 64, t->list ? 20 : 1000);
 		for (int i = 0; i < n; i++) {
@@ -794,6 +651,8 @@ static void *ethread_main(void *arg)
 					m = m->next;
 					start_job(t, job);
 				}
+			} else if (e->kind == EEV_STOP) {
+				stop = true;
 			} else if (e->kind == EEV_UB) {
 				ub_process(t->ctx);
 			} else if (e->kind == EEV_SOCK) {
@@ -812,12 +671,13 @@ static void *ethread_main(void *arg)
 
 /* ---- pool ---- */
 
-struct pool_edns *pool_edns_new(struct server *srv, const struct conf *c)
+struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 {
-	struct pool_edns *p = calloc(1, sizeof(*p));
+	struct resolve_edns *p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
-	p->srv = srv;
+	p->stop_fd = stop_fd;
+	hash_key_random(&p->key);
 	p->nthreads = c->edns.threads ? c->edns.threads : 1;
 	p->max_inflight = c->edns.max_inflight ? c->edns.max_inflight : 1000;
 	p->threads = calloc(p->nthreads, sizeof(*p->threads));
@@ -833,7 +693,7 @@ struct pool_edns *pool_edns_new(struct server *srv, const struct conf *c)
 	for (unsigned i = 0; i < p->nthreads; i++) {
 		struct ethread *t = &p->threads[i];
 		t->zcache = calloc(ZCACHE_SLOTS, sizeof(*t->zcache));
-		t->ctx = ub_from_conf(c);
+		t->ctx = ubctx_new(c);
 		if (t->zcache == NULL || t->ctx == NULL || mq_init(&t->jobs) != 0)
 			goto fail;
 		t->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -849,43 +709,40 @@ struct pool_edns *pool_edns_new(struct server *srv, const struct conf *c)
 		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, ub_fd(t->ctx), &e) != 0)
 			goto fail;
 		e.data.ptr = &t->stop_ev;
-		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, server_stop_fd(srv), &e) != 0)
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, stop_fd, &e) != 0)
 			goto fail;
 	}
 	return p;
 fail:
 	log_err("cannot set up the EDNS pool");
-	pool_edns_free(p);
+	resolve_edns_free(p);
 	return NULL;
 }
 
-int pool_edns_submit(struct pool_edns *p, struct job *job)
+int resolve_edns_submit(struct resolve_edns *p, struct job *job)
 {
 	if (atomic_fetch_add(&p->inflight, 1) >= p->max_inflight) {
 		atomic_fetch_sub(&p->inflight, 1);
 		return -EBUSY;
 	}
 	/* Same name (any partition), same thread: its zone-cut cache is warm. */
-	struct ethread *t = &p->threads[hash_fnv1a(job->qname, job->qname_len) % p->nthreads];
+	struct ethread *t = &p->threads[hash_bytes(&p->key, job->qname, job->qname_len) % p->nthreads];
 	mq_push(&t->jobs, &job->node);
 	return 0;
 }
 
-unsigned pool_edns_inflight(struct pool_edns *p)
+unsigned resolve_edns_inflight(struct resolve_edns *p)
 {
 	return atomic_load_explicit(&p->inflight, memory_order_relaxed);
 }
 
-void pool_edns_counters(struct pool_edns *p, uint64_t *out, size_t n)
+void resolve_edns_counters(struct resolve_edns *p, uint64_t *sum)
 {
-	for (unsigned i = 0; i < p->nthreads; i++) {
-		const _Atomic uint64_t *f = (const _Atomic uint64_t *)&p->threads[i].ctr;
-		for (size_t k = 0; k < n; k++)
-			out[k] += atomic_load_explicit(&f[k], memory_order_relaxed);
-	}
+	for (unsigned i = 0; i < p->nthreads; i++)
+		counters_add_to(&p->threads[i].ctr, sum);
 }
 
-int pool_edns_start(struct pool_edns *p)
+int resolve_edns_start(struct resolve_edns *p)
 {
 	for (unsigned i = 0; i < p->nthreads; i++) {
 		int rc = pthread_create(&p->threads[i].thread, NULL, ethread_main, &p->threads[i]);
@@ -896,7 +753,7 @@ int pool_edns_start(struct pool_edns *p)
 	return 0;
 }
 
-void pool_edns_join(struct pool_edns *p)
+void resolve_edns_join(struct resolve_edns *p)
 {
 	for (unsigned i = 0; p && i < p->nthreads; i++) {
 		if (p->threads[i].started)
@@ -905,11 +762,11 @@ void pool_edns_join(struct pool_edns *p)
 	}
 }
 
-void pool_edns_free(struct pool_edns *p)
+void resolve_edns_free(struct resolve_edns *p)
 {
 	if (p == NULL)
 		return;
-	pool_edns_join(p);
+	resolve_edns_join(p);
 	for (unsigned i = 0; p->threads && i < p->nthreads; i++) {
 		struct ethread *t = &p->threads[i];
 		if (t->ctx)
@@ -921,7 +778,7 @@ void pool_edns_free(struct pool_edns *p)
 			while (m) {
 				struct job *job = (struct job *)m;
 				m = m->next;
-				server_job_fail(job, WIRE_RCODE_SERVFAIL);
+				inflight_fail(job, WIRE_RCODE_SERVFAIL);
 			}
 			mq_deinit(&t->jobs);
 		}

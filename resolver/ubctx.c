@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Set up libunbound from the config; libunbound errors are translated here once. */
-#include "resolver/ub.h"
+#include "resolver/ubctx.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +44,7 @@ static int load_forward_zones(struct ub_ctx *ctx, const struct conf *c)
 	return 0;
 }
 
-struct ub_ctx *ub_from_conf(const struct conf *c)
+struct ub_ctx *ubctx_new(const struct conf *c)
 {
 	struct ub_ctx *ctx = ub_ctx_create();
 	if (ctx == NULL) {

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The normal pool: one thread feeding an asynchronous libunbound context (full recursion, one common cache). */
+#include "resolver/resolve_normal.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,9 +9,10 @@
 #include <unbound.h>
 #include <unistd.h>
 
+#include "resolver/clock.h"
+#include "resolver/inflight.h"
 #include "resolver/log.h"
-#include "resolver/pool.h"
-#include "resolver/ub.h"
+#include "resolver/ubctx.h"
 
 #define NORMAL_MAX_INFLIGHT 100000
 /* libunbound keeps trying unresponsive servers for a long time; a client
@@ -19,14 +22,14 @@
 /* A job while libunbound works on it; linked so shutdown can fail it. */
 struct pending {
 	struct pending *prev, *next;
-	struct pool_normal *pool;
+	struct resolve_normal *pool;
 	struct job *job;
 	int async_id;
 	uint64_t start_ns;
 };
 
-struct pool_normal {
-	struct server *srv;
+struct resolve_normal {
+	int stop_fd;
 	struct ub_ctx *ctx;
 	struct mq jobs;
 	pthread_t thread;
@@ -37,26 +40,26 @@ struct pool_normal {
 	struct counters ctr;
 };
 
-struct counters *pool_normal_counters(struct pool_normal *p)
+struct counters *resolve_normal_counters(struct resolve_normal *p)
 {
 	return &p->ctr;
 }
 
-unsigned pool_normal_inflight(struct pool_normal *p)
+unsigned resolve_normal_inflight(struct resolve_normal *p)
 {
 	return atomic_load_explicit(&p->inflight, memory_order_relaxed);
 }
 
-struct pool_normal *pool_normal_new(struct server *srv, const struct conf *c)
+struct resolve_normal *resolve_normal_new(const struct conf *c, int stop_fd)
 {
-	struct pool_normal *p = calloc(1, sizeof(*p));
+	struct resolve_normal *p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
-	p->srv = srv;
+	p->stop_fd = stop_fd;
 	p->head.next = p->head.prev = &p->head;
 	p->epfd = -1;
 	p->jobs.efd = -1;
-	p->ctx = ub_from_conf(c);
+	p->ctx = ubctx_new(c);
 	if (p->ctx == NULL || mq_init(&p->jobs) != 0)
 		goto fail;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -69,16 +72,16 @@ struct pool_normal *pool_normal_new(struct server *srv, const struct conf *c)
 	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, ub_fd(p->ctx), &e) != 0)
 		goto fail;
 	e.data.u32 = 2;
-	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, server_stop_fd(srv), &e) != 0)
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, stop_fd, &e) != 0)
 		goto fail;
 	return p;
 fail:
 	log_err("cannot set up the normal resolution pool");
-	pool_normal_free(p);
+	resolve_normal_free(p);
 	return NULL;
 }
 
-int pool_normal_submit(struct pool_normal *p, struct job *job)
+int resolve_normal_submit(struct resolve_normal *p, struct job *job)
 {
 	if (atomic_fetch_add(&p->inflight, 1) >= NORMAL_MAX_INFLIGHT) {
 		atomic_fetch_sub(&p->inflight, 1);
@@ -97,7 +100,7 @@ static void pending_unlink(struct pending *pd)
 static void resolved(void *arg, int err, struct ub_result *res)
 {
 	struct pending *pd = arg;
-	struct pool_normal *p = pd->pool;
+	struct resolve_normal *p = pd->pool;
 	struct job *job = pd->job;
 	pending_unlink(pd);
 	free(pd);
@@ -106,39 +109,39 @@ static void resolved(void *arg, int err, struct ub_result *res)
 		if (err != 0)
 			log_debug("libunbound: %s", ub_strerror(err));
 		counter_inc(&p->ctr.upstream_errors);
-		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL);
 	} else if (res->bogus && !job->cd_bit) {
 		log_debug("DNSSEC validation failed: %s", res->why_bogus ? res->why_bogus : "bogus");
-		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL);
 	} else {
 		uint8_t *pkt = res->answer_packet;
 		if (res->secure)
 			pkt[3] |= 0x20; /* AD: libunbound says validated */
 		else
 			pkt[3] &= (uint8_t)~0x20;
-		server_job_done(job, pkt, (size_t)res->answer_len);
+		inflight_done(job, pkt, (size_t)res->answer_len);
 	}
 	if (res)
 		ub_resolve_free(res);
 }
 
-static void start_job(struct pool_normal *p, struct job *job)
+static void start_job(struct resolve_normal *p, struct job *job)
 {
 	char name[1024];
 	if (wire_name_to_text(job->qname, job->qname_len, name, sizeof(name)) < 0) {
 		atomic_fetch_sub(&p->inflight, 1);
-		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL);
 		return;
 	}
 	struct pending *pd = calloc(1, sizeof(*pd));
 	if (pd == NULL) {
 		atomic_fetch_sub(&p->inflight, 1);
-		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL);
 		return;
 	}
 	pd->pool = p;
 	pd->job = job;
-	pd->start_ns = now_ns();
+	pd->start_ns = clock_ns();
 	pd->next = p->head.next;
 	pd->prev = &p->head;
 	p->head.next->prev = pd;
@@ -150,14 +153,14 @@ static void start_job(struct pool_normal *p, struct job *job)
 		pending_unlink(pd);
 		free(pd);
 		atomic_fetch_sub(&p->inflight, 1);
-		server_job_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL);
 	}
 }
 
 /* Fail what has waited past the deadline; the oldest are at the tail. */
-static void expire(struct pool_normal *p)
+static void expire(struct resolve_normal *p)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_ns();
 	while (p->head.prev != &p->head) {
 		struct pending *pd = p->head.prev;
 		if (now - pd->start_ns < NORMAL_DEADLINE_NS)
@@ -166,20 +169,23 @@ static void expire(struct pool_normal *p)
 		pending_unlink(pd);
 		atomic_fetch_sub(&p->inflight, 1);
 		counter_inc(&p->ctr.upstream_timeouts);
-		server_job_fail(pd->job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(pd->job, WIRE_RCODE_SERVFAIL);
 		free(pd);
 	}
 }
 
 static void *pool_main(void *arg)
 {
-	struct pool_normal *p = arg;
+	struct resolve_normal *p = arg;
 	struct epoll_event ev[8];
-	while (!server_stopping(p->srv)) {
+	bool stop = false;
+	while (!stop) {
 		int n = epoll_wait(p->epfd, ev, 8, p->head.next != &p->head ? 100 : 1000);
 		expire(p);
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.u32 == 0) {
+			if (ev[i].data.u32 == 2) {
+				stop = true;
+			} else if (ev[i].data.u32 == 0) {
 				struct mq_node *m = mq_take_all(&p->jobs);
 				while (m) {
 					struct job *job = (struct job *)m;
@@ -196,7 +202,7 @@ static void *pool_main(void *arg)
 	return NULL;
 }
 
-int pool_normal_start(struct pool_normal *p)
+int resolve_normal_start(struct resolve_normal *p)
 {
 	int rc = pthread_create(&p->thread, NULL, pool_main, p);
 	if (rc != 0)
@@ -205,7 +211,7 @@ int pool_normal_start(struct pool_normal *p)
 	return 0;
 }
 
-void pool_normal_join(struct pool_normal *p)
+void resolve_normal_join(struct resolve_normal *p)
 {
 	if (p && p->started) {
 		pthread_join(p->thread, NULL);
@@ -213,18 +219,18 @@ void pool_normal_join(struct pool_normal *p)
 	}
 }
 
-void pool_normal_free(struct pool_normal *p)
+void resolve_normal_free(struct resolve_normal *p)
 {
 	if (p == NULL)
 		return;
-	pool_normal_join(p);
+	resolve_normal_join(p);
 	/* Deleting the context cancels libunbound's work; no callbacks after it. */
 	if (p->ctx)
 		ub_ctx_delete(p->ctx);
 	while (p->head.next != &p->head) {
 		struct pending *pd = p->head.next;
 		pending_unlink(pd);
-		server_job_fail(pd->job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(pd->job, WIRE_RCODE_SERVFAIL);
 		free(pd);
 	}
 	if (p->jobs.efd >= 0) {
@@ -232,7 +238,7 @@ void pool_normal_free(struct pool_normal *p)
 		while (m) {
 			struct job *job = (struct job *)m;
 			m = m->next;
-			server_job_fail(job, WIRE_RCODE_SERVFAIL);
+			inflight_fail(job, WIRE_RCODE_SERVFAIL);
 		}
 		mq_deinit(&p->jobs);
 	}

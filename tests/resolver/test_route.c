@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* CNAME chains from normal names into EDNS domains: detection and the cache value header. */
+/* resolver/route.c: CNAME chains from normal names into EDNS domains, the cache value format. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,42 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf/store.h"
-#include "resolver/chain.h"
+#include "resolver/route.h"
 #include "resolver/wire.h"
+#include "tests/fixtures/domains_store.h"
 
-struct fixture {
-	char dir[64];
-	struct store *store;
-	struct domains *domains;
+static const struct fixture_domain flagged[] = {
+	{ "video.cdn.test.", false, CONF_POLICY_ITERATE },
 };
 
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/partdns-test-chain-XXXXXX");
-	if (mkdtemp(f->dir) == NULL || store_open(f->dir, false, &f->store) != 0)
-		return -1;
-	struct store_domain d;
-	memset(&d, 0, sizeof(d));
-	snprintf(d.name, sizeof(d.name), "video.cdn.test.");
-	d.policy = CONF_POLICY_ITERATE;
-	if (store_put(f->store, &d) != 0 || domains_load(f->store, &f->domains, NULL) != 0)
-		return -1;
-	*state = f;
-	return 0;
+	*state = fixture_store_new("route", flagged, 1);
+	return *state ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	struct fixture *f = *state;
-	domains_free(f->domains);
-	store_close(f->store);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	int rc = system(cmd);
-	free(f);
-	return rc == 0 ? 0 : -1;
+	return fixture_store_free(*state);
 }
 
 /* A response for qname A with the given answer records (zone-file text). */
@@ -99,7 +80,7 @@ static const struct {
 
 static void test_find(void **state)
 {
-	struct fixture *f = *state;
+	struct fixture_store *f = *state;
 	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
 		size_t len;
 		uint8_t *resp = response(vectors[i].qname, vectors[i].rrs, &len);
@@ -107,7 +88,7 @@ static void test_find(void **state)
 		int qlen = wire_name_from_text(vectors[i].qname, qname, sizeof(qname));
 		size_t tlen = 0, plen = 0;
 		uint8_t *prefix = NULL;
-		int rc = chain_find(f->domains, resp, len, qname, (size_t)qlen, target, &tlen, &prefix, &plen);
+		int rc = route_chain_find(f->domains, resp, len, qname, (size_t)qlen, target, &tlen, &prefix, &plen);
 		if (vectors[i].target == NULL) {
 			if (rc != 0)
 				fail_msg("%s: expected no hop, got %d", vectors[i].why, rc);
@@ -139,12 +120,12 @@ static void test_value_roundtrip(void **state)
 	const uint8_t prefix[] = { 1, 2, 3, 4, 5 };
 	const uint8_t blob[] = { 9, 8, 7 };
 	uint8_t val[128];
-	size_t h = chain_value_write(val, target, sizeof(target), prefix, sizeof(prefix));
-	assert_int_equal(h, chain_value_header(sizeof(target), sizeof(prefix)));
+	size_t h = route_value_write_header(val, target, sizeof(target), prefix, sizeof(prefix));
+	assert_int_equal(h, route_value_header(sizeof(target), sizeof(prefix)));
 	memcpy(val + h, blob, sizeof(blob));
 	const uint8_t *b, *t, *p;
 	size_t bl, tl, pl;
-	assert_int_equal(chain_value_parse(val, h + sizeof(blob), &b, &bl, &t, &tl, &p, &pl), 1);
+	assert_int_equal(route_value_parse(val, h + sizeof(blob), &b, &bl, &t, &tl, &p, &pl), 1);
 	assert_int_equal(tl, sizeof(target));
 	assert_memory_equal(t, target, tl);
 	assert_int_equal(pl, sizeof(prefix));
@@ -153,14 +134,14 @@ static void test_value_roundtrip(void **state)
 	assert_memory_equal(b, blob, bl);
 	/* every truncation of the header is rejected, never read past */
 	for (size_t cut = 1; cut < h; cut++)
-		if (chain_value_parse(val, cut, &b, &bl, &t, &tl, &p, &pl) != -EINVAL)
+		if (route_value_parse(val, cut, &b, &bl, &t, &tl, &p, &pl) != -EINVAL)
 			fail_msg("truncated header of %zu bytes accepted", cut);
 	/* a plain value: a zero flags byte, then the blob */
 	uint8_t plain[4] = { 0, 9, 8, 7 };
-	assert_int_equal(chain_value_parse(plain, sizeof(plain), &b, &bl, &t, &tl, &p, &pl), 0);
+	assert_int_equal(route_value_parse(plain, sizeof(plain), &b, &bl, &t, &tl, &p, &pl), 0);
 	assert_int_equal(bl, 3);
 	assert_ptr_equal(b, plain + 1);
-	assert_int_equal(chain_value_parse(plain, 0, &b, &bl, &t, &tl, &p, &pl), -EINVAL);
+	assert_int_equal(route_value_parse(plain, 0, &b, &bl, &t, &tl, &p, &pl), -EINVAL);
 }
 
 int main(void)

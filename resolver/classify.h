@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. Who is asking: address bytes, the allow list, the client's partition. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "conf/conf.h"
+#include "resolver/wire.h"
+
+/* The client as classification sees it. */
+struct classify {
+	int family;            /* AF_INET (also for v4-mapped IPv6) or AF_INET6 */
+	const uint8_t *addr;   /* 4 or 16 bytes, inside the sockaddr given */
+	unsigned part;         /* partition, PARTITION_COMMON for none */
+	bool echo;             /* the partition came from a trusted frontend's ECS */
+	struct ecs echo_ecs;   /* that ECS (scope still to be set by routing) */
+};
+
+/**
+ * The address of a peer: family and a pointer to its bytes inside ss
+ * (v4-mapped IPv6 counts as IPv4). @return false for other families.
+ */
+bool classify_addr(const struct sockaddr_storage *ss, int *family, const uint8_t **addr);
+
+/** Is the client allowed to query (server.allow)? */
+bool classify_allowed(const struct conf *c, int family, const uint8_t *addr);
+
+/**
+ * The partition of a client: its source address, or the ECS of a query
+ * from a trusted frontend (edns.trusted_ecs; source 0 means "use the
+ * frontend's own address"). Unmatched clients get PARTITION_COMMON, or the
+ * partition partitions.unmatched names.
+ * @param cl   family and addr set (classify_addr); the rest is filled
+ * @return 0, or -EACCES when partitions.unmatched is refuse and nothing matched.
+ */
+int classify_client(const struct conf *c, const struct wire_query *q, struct classify *cl);

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The daemon: builds and runs every part, takes signals, reloads, watches the store, serves control commands. */
+#include "resolver/daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/server.h"
+#include "partition/partition.h"
+#include "resolver/cache.h"
+#include "resolver/inflight.h"
+#include "resolver/log.h"
+#include "resolver/resolve_edns.h"
+#include "resolver/resolve_normal.h"
+#include "resolver/route.h"
+#include "resolver/snapshot.h"
+#include "resolver/stats.h"
+#include "resolver/worker.h"
+
+struct daemon {
+	char *conf_path;
+	atomic_bool stopping;
+	int stop_fd;                 /* eventfd: readable once stopping; every thread polls it */
+	struct snapshot_slot snapshots;
+	pthread_mutex_t reload_lock; /* one reload at a time (SIGHUP, control, store poll) */
+	struct store *store;
+	struct cache *cache;
+	struct inflight *inflight;
+	struct resolve_normal *normal;
+	struct resolve_edns *edns;
+	unsigned nworkers;
+	struct worker **workers;
+	struct control *control;
+	time_t started;
+};
+
+void daemon_stop(struct daemon *d)
+{
+	atomic_store(&d->stopping, true);
+	uint64_t one = 1;
+	ssize_t w = write(d->stop_fd, &one, sizeof(one));
+	(void)w;
+}
+
+static int load_domains(struct daemon *d, struct domains **out, uint64_t *version)
+{
+	int rc = domains_load(d->store, out, version);
+	if (rc != 0)
+		log_err("cannot read EDNS domains from the store: %s", store_strerror(rc));
+	return rc;
+}
+
+/* ---- control commands ---- */
+
+static int cmd_stats(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	struct daemon *d = arg;
+	struct stats_view v;
+	memset(&v, 0, sizeof(v));
+	for (unsigned i = 0; i < d->nworkers; i++)
+		counters_add_to(worker_counters(d->workers[i]), v.counters);
+	counters_add_to(resolve_normal_counters(d->normal), v.counters);
+	resolve_edns_counters(d->edns, v.counters);
+	v.inflight_normal = resolve_normal_inflight(d->normal);
+	v.inflight_edns = resolve_edns_inflight(d->edns);
+	cache_get_stats(d->cache, &v.cache);
+	v.uptime = (uint64_t)(time(NULL) - d->started);
+	struct snapshot *s = snapshot_get(&d->snapshots);
+	v.partitions = s->conf->partitions.table;
+	v.edns_domains = domains_count(s->domains);
+	size_t np = ptable_size(v.partitions);
+	struct stats_partition *part = calloc(np + 1, sizeof(*part));
+	if (part == NULL) {
+		snapshot_release(s);
+		fprintf(err, "out of memory\n");
+		return -ENOMEM;
+	}
+	for (size_t id = 0; id <= np; id++) {
+		for (unsigned i = 0; i < d->nworkers; i++) {
+			struct partition_counters *pc = &worker_partition_counters(d->workers[i])[id];
+			part[id].queries += counter_get(&pc->queries);
+			part[id].hits += counter_get(&pc->hits);
+			part[id].edns += counter_get(&pc->edns);
+		}
+	}
+	v.part = part;
+	stats_write(out, argc >= 2 && strcmp(argv[1], "json") == 0, &v);
+	free(part);
+	snapshot_release(s);
+	return 0;
+}
+
+struct flush_arg {
+	const uint8_t *name;
+	size_t name_len;
+	int partition; /* -1 = any */
+};
+
+static bool flush_match(const uint8_t *key, size_t klen, void *arg)
+{
+	const struct flush_arg *f = arg;
+	if (klen < ROUTE_KEY_HDR)
+		return false;
+	if (f->partition >= 0 && route_key_partition(key) != (unsigned)f->partition)
+		return false;
+	if (f->name && (klen - ROUTE_KEY_HDR != f->name_len ||
+	                memcmp(key + ROUTE_KEY_HDR, f->name, f->name_len) != 0))
+		return false;
+	return true;
+}
+
+/* "cache flush [name=NAME] [partition=P]" */
+static int cmd_cache(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	struct daemon *d = arg;
+	if (argc < 2 || strcmp(argv[1], "flush") != 0) {
+		fprintf(err, "unknown request 'cache%s%s'\n", argc >= 2 ? " " : "", argc >= 2 ? argv[1] : "");
+		return -EINVAL;
+	}
+	const char *name = control_arg(argc - 2, argv + 2, "name");
+	const char *partition = control_arg(argc - 2, argv + 2, "partition");
+	uint8_t wname[WIRE_MAX_NAME];
+	struct flush_arg f = { .name = NULL, .partition = -1 };
+	if (name) {
+		int n = wire_name_from_text(name, wname, sizeof(wname));
+		if (n < 0) {
+			fprintf(err, "bad name '%s'\n", name);
+			return -EINVAL;
+		}
+		wire_name_lower(wname, (size_t)n, wname);
+		f.name = wname;
+		f.name_len = (size_t)n;
+	}
+	if (partition) {
+		struct snapshot *s = snapshot_get(&d->snapshots);
+		int id = strcmp(partition, "common") == 0 ? 0 : ptable_find(s->conf->partitions.table, partition);
+		snapshot_release(s);
+		if (id < 0) {
+			fprintf(err, "no partition '%s'\n", partition);
+			return -ENOENT;
+		}
+		f.partition = id;
+	}
+	size_t k = cache_flush(d->cache, (name || partition) ? flush_match : NULL, &f);
+	fprintf(out, "%zu entries flushed\n", k);
+	return 0;
+}
+
+static int cmd_reload(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	if (argc != 1) {
+		fprintf(err, "reload takes no arguments\n");
+		return -EINVAL;
+	}
+	if (daemon_reload(arg, err) != 0)
+		return -EINVAL;
+	fprintf(out, "reloaded\n");
+	return 0;
+}
+
+static void control_log(int level, const char *msg)
+{
+	log_msg((enum log_level)level, "%s", msg);
+}
+
+/* ---- life cycle ---- */
+
+struct daemon *daemon_new(const char *conf_path, struct conf *c)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+	if (d == NULL) {
+		conf_free(c);
+		return NULL;
+	}
+	d->conf_path = strdup(conf_path);
+	d->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	snapshot_slot_init(&d->snapshots);
+	pthread_mutex_init(&d->reload_lock, NULL);
+	d->started = time(NULL);
+
+	int rc = store_open(c->server.store, false, &d->store);
+	if (rc != 0) {
+		log_err("cannot open the store %s: %s", c->server.store, store_strerror(rc));
+		conf_free(c);
+		goto fail;
+	}
+	struct domains *dom;
+	uint64_t version;
+	if (load_domains(d, &dom, &version) != 0) {
+		conf_free(c);
+		goto fail;
+	}
+	log_info("%zu EDNS domain(s) from store %s", domains_count(dom), c->server.store);
+	if (snapshot_publish(&d->snapshots, c, dom, version) != 0)
+		goto fail;
+	d->cache = cache_new(c->cache.max_bytes, 0);
+	if (d->cache == NULL) {
+		log_err("cannot create the cache (cache.max_bytes %llu)", (unsigned long long)c->cache.max_bytes);
+		goto fail;
+	}
+	d->inflight = inflight_new(d->cache);
+	d->normal = resolve_normal_new(c, d->stop_fd);
+	d->edns = resolve_edns_new(c, d->stop_fd);
+	if (d->inflight == NULL || d->normal == NULL || d->edns == NULL)
+		goto fail;
+	d->nworkers = c->server.threads ? c->server.threads : 1;
+	d->workers = calloc(d->nworkers, sizeof(*d->workers));
+	if (d->workers == NULL)
+		goto fail;
+	struct worker_env env = { .snapshots = &d->snapshots, .cache = d->cache, .inflight = d->inflight,
+	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd };
+	for (unsigned i = 0; i < d->nworkers; i++) {
+		d->workers[i] = worker_new(&env, i, c);
+		if (d->workers[i] == NULL)
+			goto fail;
+	}
+	if (c->server.control && c->server.control[0]) {
+		control_set_log(control_log);
+		d->control = control_new(c->server.control, d->stop_fd);
+		if (d->control == NULL || control_register(d->control, "stats", cmd_stats, d) != 0 ||
+		    control_register(d->control, "cache", cmd_cache, d) != 0 ||
+		    control_register(d->control, "reload", cmd_reload, d) != 0)
+			goto fail;
+	}
+	return d;
+fail:
+	daemon_free(d);
+	return NULL;
+}
+
+void daemon_free(struct daemon *d)
+{
+	if (d == NULL)
+		return;
+	control_free(d->control);
+	/* Pools fail their unfinished jobs into the workers' queues, which
+	 * worker_free then drains: pools go first. */
+	resolve_normal_free(d->normal);
+	resolve_edns_free(d->edns);
+	if (d->workers)
+		for (unsigned i = 0; i < d->nworkers; i++)
+			worker_free(d->workers[i]);
+	free(d->workers);
+	inflight_free(d->inflight);
+	cache_free(d->cache);
+	snapshot_slot_deinit(&d->snapshots);
+	if (d->store)
+		store_close(d->store);
+	if (d->stop_fd >= 0)
+		close(d->stop_fd);
+	free(d->conf_path);
+	free(d);
+}
+
+static bool flush_partitions(const uint8_t *key, size_t klen, void *arg)
+{
+	return klen >= ROUTE_KEY_HDR && route_key_partition(key) != 0;
+}
+
+/* Keys that a running daemon cannot change. */
+static void note_restart_keys(const struct conf *old, const struct conf *neu, FILE *err)
+{
+	bool listen_same = old->server.nlisten == neu->server.nlisten;
+	for (size_t i = 0; listen_same && i < old->server.nlisten; i++)
+		listen_same = strcmp(old->server.listen[i].text, neu->server.listen[i].text) == 0;
+	const char *what[8];
+	int n = 0;
+	if (!listen_same)
+		what[n++] = "server.listen";
+	if (old->server.threads != neu->server.threads)
+		what[n++] = "server.threads";
+	if (strcmp(old->server.store, neu->server.store) != 0)
+		what[n++] = "server.store";
+	if (old->cache.max_bytes != neu->cache.max_bytes)
+		what[n++] = "cache.max_bytes";
+	if (old->edns.threads != neu->edns.threads)
+		what[n++] = "edns.threads";
+	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
+	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
+	    old->resolver.nforward_zones != neu->resolver.nforward_zones ||
+	    old->resolver.noptions != neu->resolver.noptions)
+		what[n++] = "resolver.* (libunbound)";
+	for (int i = 0; i < n; i++) {
+		log_warn("reload: %s changed; it takes effect at the next restart", what[i]);
+		if (err)
+			fprintf(err, "note: %s changed; it takes effect at the next restart\n", what[i]);
+	}
+}
+
+int daemon_reload(struct daemon *d, FILE *err)
+{
+	pthread_mutex_lock(&d->reload_lock);
+	struct conf *c = NULL;
+	unsigned nerr = 0;
+	int rc = conf_load(d->conf_path, err ? err : stderr, &c, &nerr);
+	if (rc != 0) {
+		log_err("reload of %s failed (%u error(s)); keeping the running configuration", d->conf_path, nerr);
+		pthread_mutex_unlock(&d->reload_lock);
+		return rc;
+	}
+	struct snapshot *cur = snapshot_get(&d->snapshots);
+	note_restart_keys(cur->conf, c, err);
+	snapshot_release(cur);
+	struct domains *dom;
+	uint64_t version;
+	rc = load_domains(d, &dom, &version);
+	if (rc != 0) {
+		conf_free(c);
+		pthread_mutex_unlock(&d->reload_lock);
+		if (err)
+			fprintf(err, "cannot read the store: %s\n", store_strerror(rc));
+		return rc;
+	}
+	size_t nparts = ptable_size(c->partitions.table), ndom = domains_count(dom);
+	rc = snapshot_publish(&d->snapshots, c, dom, version);
+	/* Partition ids may mean other cities now. */
+	size_t flushed = rc == 0 ? cache_flush(d->cache, flush_partitions, NULL) : 0;
+	pthread_mutex_unlock(&d->reload_lock);
+	if (rc == 0)
+		log_info("reloaded %s: %zu partition(s), %zu EDNS domain(s); %zu partition cache entries dropped",
+		         d->conf_path, nparts, ndom, flushed);
+	return rc;
+}
+
+/* A store change (partdnsctl domain add/del): swap in the new domain set. */
+static void poll_store(struct daemon *d)
+{
+	uint64_t v;
+	if (store_version(d->store, &v) != 0)
+		return;
+	struct snapshot *cur = snapshot_get(&d->snapshots);
+	bool changed = v != cur->store_version;
+	snapshot_release(cur);
+	if (!changed)
+		return;
+	pthread_mutex_lock(&d->reload_lock);
+	struct domains *dom;
+	uint64_t version;
+	if (load_domains(d, &dom, &version) == 0) {
+		size_t n = domains_count(dom);
+		if (snapshot_publish(&d->snapshots, NULL, dom, version) == 0)
+			log_info("store changed (version %llu): %zu EDNS domain(s)", (unsigned long long)version, n);
+	}
+	pthread_mutex_unlock(&d->reload_lock);
+}
+
+static bool stopping(struct daemon *d)
+{
+	return atomic_load_explicit(&d->stopping, memory_order_relaxed);
+}
+
+int daemon_run(struct daemon *d)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGPIPE);
+	/* Threads inherit the mask: only this thread takes the signals. */
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	int rc = resolve_normal_start(d->normal);
+	if (rc == 0)
+		rc = resolve_edns_start(d->edns);
+	for (unsigned i = 0; rc == 0 && i < d->nworkers; i++)
+		rc = worker_start(d->workers[i]);
+	if (rc == 0 && d->control)
+		rc = control_start(d->control);
+	if (rc != 0) {
+		log_err("cannot start threads: %s", strerror(-rc));
+		daemon_stop(d);
+	} else {
+		struct snapshot *s = snapshot_get(&d->snapshots);
+		for (size_t i = 0; i < s->conf->server.nlisten; i++)
+			log_info("listening on %s (UDP, TCP)", s->conf->server.listen[i].text);
+		log_info("ready: %u worker(s), %u EDNS thread(s), %zu partition(s)", d->nworkers,
+		         s->conf->edns.threads, ptable_size(s->conf->partitions.table));
+		snapshot_release(s);
+	}
+
+	/* Signals and the store are polled here; one second bounds pick-up. */
+	struct timespec tick = { .tv_sec = 0, .tv_nsec = 250 * 1000000L };
+	while (!stopping(d)) {
+		int sig = sigtimedwait(&set, NULL, &tick);
+		if (sig == SIGINT || sig == SIGTERM) {
+			log_info("signal %d: shutting down", sig);
+			daemon_stop(d);
+		} else if (sig == SIGHUP) {
+			log_info("SIGHUP: reloading");
+			daemon_reload(d, NULL);
+		} else {
+			poll_store(d);
+		}
+	}
+	control_stop(d->control);
+	for (unsigned i = 0; i < d->nworkers; i++)
+		worker_join(d->workers[i]);
+	resolve_normal_join(d->normal);
+	resolve_edns_join(d->edns);
+	log_info("stopped");
+	return rc;
+}

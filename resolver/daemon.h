@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The daemon as a whole: its threads, pools, cache and control socket; signals, reloads, the store watch. */
+#pragma once
+
+#include <stdio.h>
+
+#include "conf/conf.h"
+
+struct daemon;
+
+/**
+ * Build the daemon from a loaded config (ownership of c passes to it):
+ * opens the store, binds every listener, creates the pools.
+ * @param conf_path the file to re-read on reload.
+ * @return the daemon or NULL (errors logged).
+ */
+struct daemon *daemon_new(const char *conf_path, struct conf *c);
+
+/** Start all threads and serve until SIGTERM/SIGINT; SIGHUP reloads. @return 0 or -errno. */
+int daemon_run(struct daemon *d);
+
+/** Ask a running daemon to stop (async-signal-safe). */
+void daemon_stop(struct daemon *d);
+
+void daemon_free(struct daemon *d);
+
+/**
+ * Re-read the config file and the store; on success swap them in (listen
+ * addresses, thread counts, cache size and resolver.* need a restart and
+ * are reported). On failure the running state is kept.
+ * @param err where errors and notes go (may be NULL).
+ * @return 0 or a negative code.
+ */
+int daemon_reload(struct daemon *d, FILE *err);

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* In-flight table: sharded hash of running jobs by cache key; job completion into the cache. */
+#include "resolver/inflight.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partition/partition.h"
+#include "resolver/clock.h"
+#include "util/hash.h"
+
+#define INFLIGHT_SHARDS 64
+#define INFLIGHT_BUCKETS 1024
+
+struct inflight_shard {
+	pthread_mutex_t lock;
+	struct job *buckets[INFLIGHT_BUCKETS];
+};
+
+struct inflight {
+	struct cache *cache;
+	struct hash_key key;  /* keys are query names: a random hash key */
+	struct inflight_shard shards[INFLIGHT_SHARDS];
+};
+
+struct inflight *inflight_new(struct cache *cache)
+{
+	struct inflight *t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	t->cache = cache;
+	hash_key_random(&t->key);
+	for (int i = 0; i < INFLIGHT_SHARDS; i++)
+		pthread_mutex_init(&t->shards[i].lock, NULL);
+	return t;
+}
+
+void inflight_free(struct inflight *t)
+{
+	if (t == NULL)
+		return;
+	for (int i = 0; i < INFLIGHT_SHARDS; i++)
+		pthread_mutex_destroy(&t->shards[i].lock);
+	free(t);
+}
+
+static struct inflight_shard *shard_of(struct inflight *t, uint64_t h, size_t *bucket)
+{
+	*bucket = (size_t)(h >> 32) % INFLIGHT_BUCKETS;
+	return &t->shards[h % INFLIGHT_SHARDS];
+}
+
+int inflight_join(struct inflight *t, const uint8_t *key, size_t klen, struct snapshot *snap, struct waiter *w,
+                  struct job **out)
+{
+	uint64_t h = hash_bytes(&t->key, key, klen);
+	size_t b;
+	struct inflight_shard *sh = shard_of(t, h, &b);
+	pthread_mutex_lock(&sh->lock);
+	for (struct job *j = sh->buckets[b]; j; j = j->hnext) {
+		if (j->hash == h && j->klen == klen && memcmp(j->key, key, klen) == 0) {
+			w->next = j->waiters;
+			j->waiters = w;
+			pthread_mutex_unlock(&sh->lock);
+			return 0;
+		}
+	}
+	struct job *j = calloc(1, sizeof(*j));
+	if (j == NULL) {
+		pthread_mutex_unlock(&sh->lock);
+		/* no memory: fail this client alone */
+		w->result = NULL;
+		mq_push(w->reply_q, &w->node);
+		return 0;
+	}
+	j->table = t;
+	j->hash = h;
+	memcpy(j->key, key, klen);
+	j->klen = klen;
+	snapshot_ref(snap);
+	j->snap = snap;
+	j->waiters = w;
+	w->next = NULL;
+	j->start_ns = clock_ns();
+	j->hnext = sh->buckets[b];
+	sh->buckets[b] = j;
+	pthread_mutex_unlock(&sh->lock);
+	*out = j;
+	return 1;
+}
+
+/* Unlink job from the table and take its waiters. */
+static struct waiter *job_detach(struct job *job)
+{
+	size_t b;
+	struct inflight_shard *sh = shard_of(job->table, job->hash, &b);
+	pthread_mutex_lock(&sh->lock);
+	struct job **pp = &sh->buckets[b];
+	while (*pp && *pp != job)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = job->hnext;
+	struct waiter *w = job->waiters;
+	job->waiters = NULL;
+	pthread_mutex_unlock(&sh->lock);
+	return w;
+}
+
+/* Hand r (NULL: out of memory) to every waiter and free the job. */
+static void job_finish(struct job *job, struct result *r)
+{
+	struct waiter *w = job_detach(job);
+	int n = 0;
+	for (struct waiter *x = w; x; x = x->next)
+		n++;
+	if (r) {
+		atomic_init(&r->refs, n > 0 ? n : 1);
+		if (n == 0) {
+			job_result_release(r);
+			r = NULL;
+		}
+	}
+	while (w) {
+		struct waiter *next = w->next;
+		w->result = r;
+		mq_push(w->reply_q, &w->node);
+		w = next;
+	}
+	snapshot_release(job->snap);
+	free(job->prefix);
+	free(job);
+}
+
+void inflight_fail(struct job *job, int rcode)
+{
+	struct result *r = calloc(1, sizeof(*r));
+	if (r)
+		r->rcode = rcode;
+	job_finish(job, r);
+}
+
+/* Insert the answer under the job's key: chain header (if any), then the blob. */
+static void cache_answer(struct job *job, const struct result *r, uint32_t ttl)
+{
+	size_t hdr = route_value_header(r->target_len, r->prefix_len);
+	uint8_t *val = malloc(hdr + r->blob_len);
+	if (val == NULL)
+		return;
+	route_value_write_header(val, r->target, r->target_len, r->prefix, r->prefix_len);
+	memcpy(val + hdr, r->blob, r->blob_len);
+	cache_insert(job->table->cache, job->key, job->klen, val, hdr + r->blob_len, clock_sec(), ttl);
+	free(val);
+}
+
+void inflight_done(struct job *job, const uint8_t *resp, size_t len)
+{
+	uint8_t *blob = NULL;
+	size_t blob_len = 0;
+	uint32_t ttl = 0;
+	if (wire_answer_prepare(resp, len, &job->lim, &blob, &blob_len, &ttl) != 0) {
+		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		return;
+	}
+	struct result *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		free(blob);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		return;
+	}
+	r->rcode = -1;
+	r->blob = blob;
+	r->blob_len = blob_len;
+	/* Does the chain of a normal name enter an EDNS domain? */
+	if (!job->edns && route_chain_find(job->snap->domains, resp, len, job->qname, job->qname_len, r->target,
+	                                   &r->target_len, &r->prefix, &r->prefix_len) != 1) {
+		r->target_len = 0;
+		r->prefix = NULL;
+		r->prefix_len = 0;
+	}
+	if (ttl > 0)
+		cache_answer(job, r, ttl);
+	job_finish(job, r);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. A resolution (job), its outcome (result) and the clients waiting for it (waiters). */
+#pragma once
+
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "conf/store.h"
+#include "mapping/ecs.h"
+#include "resolver/mq.h"
+#include "resolver/route.h"
+#include "resolver/snapshot.h"
+#include "resolver/wire.h"
+
+struct inflight;
+
+/* One resolution's outcome, shared by every waiter of the job. */
+struct result {
+	atomic_int refs;
+	int rcode;       /* >= 0: reply with this error rcode; -1: reply from blob */
+	uint8_t *blob;   /* wire_answer_prepare's blob */
+	size_t blob_len;
+	/* a normal answer whose CNAME chain enters an EDNS domain: partitioned
+	 * clients continue from target through the EDNS pool after prefix */
+	size_t target_len;
+	uint8_t target[WIRE_MAX_NAME];
+	uint8_t *prefix;
+	size_t prefix_len;
+};
+
+/* A client waiting for a resolution; queued to reply_q when the job ends. */
+struct waiter {
+	struct mq_node node;      /* first: reply_q links through it */
+	struct waiter *next;      /* in its job's list */
+	struct mq *reply_q;       /* the listener thread that answers the client */
+	struct result *result;    /* set when the job ended; NULL: out of memory (SERVFAIL) */
+	bool tcp;
+	int udp_fd;
+	uint64_t conn_id;         /* TCP: the connection's id in its listener */
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	unsigned partition;
+	bool edns_route;          /* went through the EDNS pool */
+	bool echo;                /* echo the client's ECS (trusted frontend) */
+	struct ecs echo_ecs;
+	uint64_t start_ns;
+	struct wire_query q;
+};
+
+/* One upstream resolution, coalescing identical concurrent misses. */
+struct job {
+	struct mq_node node;      /* first: a pool's queue links through it */
+	struct job *hnext;        /* in-flight hash chain */
+	struct inflight *table;
+	uint64_t hash;
+	uint8_t key[ROUTE_KEY_MAX];
+	size_t klen;
+	struct snapshot *snap;    /* the snapshot the job was routed under (a reference) */
+	uint8_t qname[WIRE_MAX_NAME]; /* lower case */
+	size_t qname_len;
+	uint16_t qtype, qclass;
+	bool do_bit, cd_bit;
+	unsigned partition;
+	bool edns;                /* EDNS pool (else normal pool) */
+	struct ecs ecs;           /* EDNS: the partition's mapped identity */
+	struct store_domain rule; /* EDNS: policy, and the forward targets in effect */
+	uint8_t start[WIRE_MAX_NAME]; /* EDNS chain job: resolve from here... */
+	size_t start_len;         /* 0 = from qname */
+	uint8_t *prefix;          /* ...and splice after this message (owned) */
+	size_t prefix_len;
+	unsigned timeout_ms;
+	struct wire_limits lim;
+	uint64_t start_ns;
+	struct waiter *waiters;   /* protected by the in-flight shard lock */
+};
+
+/** Drop a reference to r; the last frees it. NULL is a no-op. */
+static inline void job_result_release(struct result *r)
+{
+	if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+		free(r->blob);
+		free(r->prefix);
+		free(r);
+	}
+}
+
+/** Free a waiter that has been answered, with its reference to the result. */
+static inline void job_waiter_free(struct waiter *w)
+{
+	job_result_release(w->result);
+	free(w);
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. Listening sockets and the tags a listener thread's epoll events carry. */
+#pragma once
+
+#include "conf/conf.h"
+
+/* What an epoll event of a listener thread is about. */
+enum net_ev_kind { NET_EV_UDP, NET_EV_TCP_LISTEN, NET_EV_TCP_CONN, NET_EV_REPLIES, NET_EV_STOP };
+
+struct net_ev {
+	enum net_ev_kind kind;
+	int fd;
+	void *ptr;  /* NET_EV_TCP_CONN: the connection */
+};
+
+/**
+ * A non-blocking socket of type (SOCK_DGRAM, SOCK_STREAM) bound to a with
+ * SO_REUSEPORT (one socket per thread per address: the kernel spreads
+ * clients), listening for TCP.
+ * @return the fd or -errno.
+ */
+int net_bind(const struct conf_addr *a, int type);

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* One query, top to bottom: parse, ACL, classify, route, cache hit or a wait for a resolution. */
+#include "resolver/query.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "mapping/mapping.h"
+#include "partition/partition.h"
+#include "resolver/classify.h"
+#include "resolver/clock.h"
+#include "resolver/route.h"
+
+static void count_rcode(struct query_ctx *x, int rcode)
+{
+	struct counters *c = x->ctr;
+	switch (rcode) {
+	case WIRE_RCODE_NOERROR: counter_inc(&c->noerror); break;
+	case WIRE_RCODE_NXDOMAIN: counter_inc(&c->nxdomain); break;
+	case WIRE_RCODE_SERVFAIL: counter_inc(&c->servfail); break;
+	case WIRE_RCODE_REFUSED: counter_inc(&c->refused); break;
+	case WIRE_RCODE_FORMERR: counter_inc(&c->formerr); break;
+	case WIRE_RCODE_NOTIMP: counter_inc(&c->notimp); break;
+	case WIRE_RCODE_BADVERS: counter_inc(&c->badvers); break;
+	default: break;
+	}
+}
+
+/* Count a reply written from a cache blob by its header: rcode and TC. */
+static void count_reply(struct query_ctx *x, const uint8_t *out)
+{
+	uint16_t fl = (uint16_t)((out[2] << 8) | out[3]);
+	if (fl & WIRE_FLAG_TC)
+		counter_inc(&x->ctr->truncated);
+	count_rcode(x, fl & WIRE_FLAG_RCODE);
+}
+
+/* An error reply (counted). @return its length, 0 when it cannot be written. */
+static int reply_error(struct query_ctx *x, const struct wire_query *q, int rcode, const struct ecs *echo,
+                       uint8_t *out, size_t limit)
+{
+	count_rcode(x, rcode);
+	int n = wire_write_error(q, rcode, echo, out, limit);
+	return n > 0 ? n : 0;
+}
+
+/* ---- cache hits ---- */
+
+struct hit_ctx {
+	const struct wire_query *q;
+	const struct ecs *echo;
+	uint8_t *out;
+	size_t cap;
+	uint32_t now;
+	int len;
+	bool partitioned;       /* the client has a partition but the name is normal */
+	bool chain;             /* out: the chain enters an EDNS domain; see target/prefix */
+	uint8_t target[WIRE_MAX_NAME];
+	size_t target_len;
+	uint8_t *prefix;        /* out: malloc'd copy */
+	size_t prefix_len;
+};
+
+/* Called under the cache shard lock: write the reply, or take the chain out. */
+static int hit_write(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg)
+{
+	struct hit_ctx *h = arg;
+	const uint8_t *blob, *target, *prefix;
+	size_t blob_len, target_len, prefix_len;
+	int c = route_value_parse(val, vlen, &blob, &blob_len, &target, &target_len, &prefix, &prefix_len);
+	if (c < 0)
+		return -EINVAL;
+	if (c == 1 && h->partitioned) {
+		/* a partitioned client continues through the EDNS pool */
+		h->prefix = malloc(prefix_len);
+		if (h->prefix == NULL)
+			return -ENOMEM;
+		memcpy(h->prefix, prefix, prefix_len);
+		h->prefix_len = prefix_len;
+		memcpy(h->target, target, target_len);
+		h->target_len = target_len;
+		h->chain = true;
+		return 0;
+	}
+	uint32_t age = h->now > stored_at ? h->now - stored_at : 0;
+	h->len = wire_answer_write(h->q, NULL, blob, blob_len, age, h->echo, h->out, h->cap);
+	return 0;
+}
+
+static int write_hit(struct query_ctx *x, const struct route *rt, const struct hit_ctx *h)
+{
+	counter_inc(&x->ctr->hits);
+	counter_inc(&x->pctr[rt->part].hits);
+	count_reply(x, h->out);
+	return h->len;
+}
+
+/* ---- misses ---- */
+
+/* Fill a new job from the query and its route. */
+static void job_fill(struct query_ctx *x, struct job *job, const struct wire_query *q, const struct route *rt)
+{
+	const struct conf *c = x->snap->conf;
+	memcpy(job->qname, q->qname_lc, q->qname_len);
+	job->qname_len = q->qname_len;
+	job->qtype = q->qtype;
+	job->qclass = q->qclass;
+	job->do_bit = q->edns_do;
+	job->cd_bit = (q->flags & WIRE_FLAG_CD) != 0;
+	job->partition = rt->rule ? rt->part : PARTITION_COMMON;
+	job->lim = (struct wire_limits){ .min_ttl = c->cache.min_ttl, .max_ttl = c->cache.max_ttl,
+	                                 .max_negative_ttl = c->cache.max_negative_ttl, .nosoa_ttl = 0 };
+	job->timeout_ms = c->edns.timeout_ms;
+	if (rt->rule == NULL)
+		return;
+	job->edns = true;
+	job->ecs = rt->mapped;
+	job->rule = *rt->rule;
+	if (job->rule.nforward == 0) { /* the domain's own targets, else edns.forward */
+		job->rule.nforward = c->edns.nforward < STORE_MAX_FORWARD ? c->edns.nforward : STORE_MAX_FORWARD;
+		memcpy(job->rule.forward, c->edns.forward, job->rule.nforward * sizeof(job->rule.forward[0]));
+	}
+}
+
+/*
+ * A miss: wait for (or start) the resolution of rt->key. For an EDNS chain
+ * job, start/prefix say where the EDNS pool continues (prefix is taken).
+ * @return -1 (waiting) or a SERVFAIL reply length.
+ */
+static int start_miss(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
+                      const struct route *rt, const uint8_t *start, size_t start_len, uint8_t *prefix,
+                      size_t prefix_len, uint8_t *out, size_t limit)
+{
+	counter_inc(&x->ctr->misses);
+	struct waiter *wt = calloc(1, sizeof(*wt));
+	if (wt == NULL) {
+		free(prefix);
+		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, out, limit);
+	}
+	wt->reply_q = x->replies;
+	wt->tcp = cl->tcp;
+	wt->udp_fd = cl->udp_fd;
+	wt->conn_id = cl->conn_id;
+	memcpy(&wt->peer, cl->peer, cl->peer_len);
+	wt->peer_len = cl->peer_len;
+	wt->partition = rt->part;
+	wt->edns_route = rt->rule != NULL;
+	wt->echo = rt->echo;
+	if (rt->echo)
+		wt->echo_ecs = rt->echo_ecs;
+	wt->start_ns = clock_ns();
+	wt->q = *q;
+
+	struct job *job;
+	if (inflight_join(x->inflight, rt->key, rt->klen, x->snap, wt, &job) == 0) {
+		free(prefix);
+		counter_inc(&x->ctr->coalesced);
+		return -1;
+	}
+	job_fill(x, job, q, rt);
+	if (rt->rule) {
+		if (start_len > 0) {
+			memcpy(job->start, start, start_len);
+			job->start_len = start_len;
+			job->prefix = prefix;
+			job->prefix_len = prefix_len;
+			prefix = NULL;
+		}
+		counter_inc(&x->ctr->edns_queries);
+		counter_inc(&x->pctr[rt->part].edns);
+	} else {
+		counter_inc(&x->ctr->normal_queries);
+	}
+	free(prefix);
+	x->dispatch(x->dispatch_arg, job);
+	return -1;
+}
+
+/*
+ * A normal name whose chain enters an EDNS domain at target, for a
+ * partitioned client: the per-partition answer, or an EDNS chain job.
+ */
+static int continue_chain(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
+                          struct route *rt, const uint8_t *target, size_t target_len, uint8_t *prefix,
+                          size_t prefix_len, uint8_t *out, size_t limit)
+{
+	rt->rule = domains_match(x->snap->domains, target, target_len);
+	if (rt->rule == NULL) { /* unflagged since it was cached: resolve the common entry afresh */
+		route_key_set(rt, q, PARTITION_COMMON);
+		return start_miss(x, cl, q, rt, NULL, 0, prefix, 0, out, limit);
+	}
+	route_key_set(rt, q, rt->part);
+	struct hit_ctx h = { .q = q, .echo = rt->echo ? &rt->echo_ecs : NULL, .out = out, .cap = limit,
+	                     .now = clock_sec() };
+	if (cache_lookup(x->cache, rt->key, rt->klen, h.now, hit_write, &h) >= 0 && h.len > 0) {
+		free(prefix);
+		return write_hit(x, rt, &h);
+	}
+	return start_miss(x, cl, q, rt, target, target_len, prefix, prefix_len, out, limit);
+}
+
+/* ---- the query ---- */
+
+int query_process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
+                  uint8_t *out, size_t cap)
+{
+	/* parse */
+	struct wire_query q;
+	counter_inc(&x->ctr->queries);
+	counter_inc(cl->tcp ? &x->ctr->tcp : &x->ctr->udp);
+	int rc = wire_parse_query(pkt, len, &q);
+	if (rc == WIRE_E_DROP) {
+		counter_inc(&x->ctr->dropped);
+		return 0;
+	}
+	int error_rcode = -1;
+	if (rc == WIRE_E_FORMERR)
+		error_rcode = WIRE_RCODE_FORMERR;
+	else if (rc == WIRE_E_NOTIMP)
+		error_rcode = WIRE_RCODE_NOTIMP;
+	else if (rc == WIRE_E_BADVERS)
+		error_rcode = WIRE_RCODE_BADVERS;
+	size_t limit = cl->tcp ? 65535 : wire_udp_limit(&q, QUERY_MAX_UDP);
+	if (limit > cap)
+		limit = cap;
+
+	/* ACL and what a resolver does not serve */
+	const struct conf *c = x->snap->conf;
+	struct classify who;
+	if (!classify_addr(cl->peer, &who.family, &who.addr)) {
+		counter_inc(&x->ctr->dropped);
+		return 0;
+	}
+	if (error_rcode < 0 && !classify_allowed(c, who.family, who.addr))
+		error_rcode = WIRE_RCODE_REFUSED;
+	if (error_rcode < 0 && (q.qtype == 251 || q.qtype == 252)) /* IXFR, AXFR: not a resolver's job */
+		error_rcode = WIRE_RCODE_REFUSED;
+	if (error_rcode < 0 && q.qclass != WIRE_CLASS_IN)
+		error_rcode = WIRE_RCODE_REFUSED;
+	if (error_rcode >= 0)
+		return reply_error(x, &q, error_rcode, NULL, out, limit);
+
+	/* classify: the source address, or a trusted frontend's ECS */
+	if (classify_client(c, &q, &who) != 0)
+		return reply_error(x, &q, WIRE_RCODE_REFUSED, NULL, out, limit);
+	counter_inc(&x->pctr[who.part].queries);
+
+	/* route: an EDNS domain of a real partition goes per partition */
+	struct route rt = { .part = who.part, .echo = who.echo };
+	if (who.echo)
+		rt.echo_ecs = who.echo_ecs;
+	route_decide(&rt, c, x->snap->domains, &q, who.family);
+
+	/* cache */
+	struct hit_ctx h = { .q = &q, .echo = rt.echo ? &rt.echo_ecs : NULL, .out = out, .cap = limit,
+	                     .now = clock_sec(), .partitioned = rt.part != PARTITION_COMMON && rt.rule == NULL };
+	if (cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h) >= 0) {
+		if (h.chain && mapping_ecs(c->partitions.mapping, rt.part, who.family, &rt.mapped) != 0) {
+			/* no identity to send: answer from the common entry */
+			free(h.prefix);
+			h.chain = false;
+			h.partitioned = false;
+			cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
+		}
+		if (h.chain) {
+			if (rt.echo)
+				rt.echo_ecs.scope = rt.echo_ecs.source;
+			return continue_chain(x, cl, &q, &rt, h.target, h.target_len, h.prefix, h.prefix_len, out,
+			                      limit);
+		}
+		if (h.len > 0)
+			return write_hit(x, &rt, &h);
+	}
+
+	/* miss: join or start a resolution */
+	return start_miss(x, cl, &q, &rt, NULL, 0, NULL, 0, out, limit);
+}
+
+/* ---- answers from resolutions ---- */
+
+/* A normal answer reached a partitioned waiter whose chain enters an EDNS domain. */
+static int answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t limit)
+{
+	const struct result *r = wt->result;
+	const struct conf *c = x->snap->conf;
+	int family;
+	const uint8_t *addr;
+	struct route rt = { .part = wt->partition, .echo = wt->echo, .echo_ecs = wt->echo_ecs };
+	if (!classify_addr(&wt->peer, &family, &addr) ||
+	    mapping_ecs(c->partitions.mapping, wt->partition, family, &rt.mapped) != 0)
+		return 0; /* no identity: the common answer it is */
+	if (rt.echo)
+		rt.echo_ecs.scope = rt.echo_ecs.source;
+	uint8_t *prefix = malloc(r->prefix_len);
+	if (prefix == NULL)
+		return 0;
+	memcpy(prefix, r->prefix, r->prefix_len);
+	struct query_client cl = { .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
+	                           .peer_len = wt->peer_len };
+	int len = continue_chain(x, &cl, &wt->q, &rt, r->target, r->target_len, prefix, r->prefix_len, out, limit);
+	return len < 0 ? -1 : (len > 0 ? len : -2);
+}
+
+int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap)
+{
+	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, QUERY_MAX_UDP);
+	if (limit > cap)
+		limit = cap;
+	const struct result *r = wt->result;
+	if (r && r->prefix && !wt->edns_route && wt->partition != PARTITION_COMMON) {
+		int len = answer_as_chain(x, wt, out, limit);
+		if (len == -2)
+			return 0;
+		if (len != 0)
+			return len;
+	}
+	const struct ecs *echo = wt->echo ? &wt->echo_ecs : NULL;
+	if (r == NULL || r->rcode >= 0)
+		return reply_error(x, &wt->q, r ? r->rcode : WIRE_RCODE_SERVFAIL, echo, out, limit);
+	int len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
+	if (len <= 0)
+		return reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, out, limit);
+	count_reply(x, out);
+	return len;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. One query, top to bottom: parse, ACL, classify, route, cache, coalesce. No sockets. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "resolver/cache.h"
+#include "resolver/counters.h"
+#include "resolver/inflight.h"
+#include "resolver/job.h"
+#include "resolver/snapshot.h"
+
+/* Largest UDP reply we send, whatever the client advertises. */
+#define QUERY_MAX_UDP WIRE_DEFAULT_UDP
+
+/* What one listener thread processes queries with. */
+struct query_ctx {
+	struct snapshot *snap;          /* current for this thread; the owner refreshes it */
+	struct cache *cache;
+	struct inflight *inflight;
+	struct mq *replies;             /* where this thread's waiters are queued when their job ends */
+	/* hands a new job to its pool; the pool (or this callback) ends it */
+	void (*dispatch)(void *arg, struct job *job);
+	void *dispatch_arg;
+	struct counters *ctr;
+	struct partition_counters *pctr; /* PARTITION_MAX + 1 */
+};
+
+/* Where a query came from and how to answer it later. */
+struct query_client {
+	bool tcp;
+	int udp_fd;
+	uint64_t conn_id;               /* TCP: the connection's id in its listener */
+	const struct sockaddr_storage *peer;
+	socklen_t peer_len;
+};
+
+/**
+ * Process one query from cl: answer it from the cache, refuse or drop it,
+ * or make it wait for a resolution (a waiter joined or a job dispatched).
+ * @param out, cap  where the reply is written (cap: 65535 for TCP)
+ * @return the reply length in out, 0 when dropped, -1 when the client
+ *         waits (its reply comes through x->replies, see query_answer).
+ */
+int query_process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
+                  uint8_t *out, size_t cap);
+
+/**
+ * Write the reply of a waiter whose job ended (taken from x->replies). A
+ * normal answer whose chain enters an EDNS domain continues, for a
+ * partitioned client, through the EDNS pool: a new waiter takes over.
+ * The caller frees wt (job_waiter_free) in every case.
+ * @return the reply length in out, 0 (nothing to send), or -1 (a new waiter took over).
+ */
+int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap);

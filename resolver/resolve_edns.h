@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. The EDNS pool: resolutions of flagged names for a partition, with its mapped ECS. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+#include "resolver/counters.h"
+#include "resolver/job.h"
+
+struct resolve_edns;
+
+/**
+ * edns.threads threads, each with its own sockets and libunbound context
+ * (zone cuts and nameserver addresses only).
+ * @param stop_fd  readable once the daemon stops: the threads then end
+ * @return NULL on error (logged).
+ */
+struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd);
+int resolve_edns_start(struct resolve_edns *p);
+void resolve_edns_join(struct resolve_edns *p);
+/** Joins, then fails every unfinished job. NULL is a no-op. */
+void resolve_edns_free(struct resolve_edns *p);
+/** Queue a job on the thread of its name. @return 0 or -EBUSY (edns.max_inflight reached). */
+int resolve_edns_submit(struct resolve_edns *p, struct job *job);
+/** Add the pool threads' counters to sum[COUNTERS_N]. */
+void resolve_edns_counters(struct resolve_edns *p, uint64_t *sum);
+unsigned resolve_edns_inflight(struct resolve_edns *p);

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. The normal pool: full recursion through libunbound, one common cache. */
+#pragma once
+
+#include "conf/conf.h"
+#include "resolver/counters.h"
+#include "resolver/job.h"
+
+struct resolve_normal;
+
+/**
+ * One thread driving an asynchronous libunbound context made from c.
+ * @param stop_fd  readable once the daemon stops: the thread then ends
+ * @return NULL on error (logged).
+ */
+struct resolve_normal *resolve_normal_new(const struct conf *c, int stop_fd);
+int resolve_normal_start(struct resolve_normal *p);
+void resolve_normal_join(struct resolve_normal *p);
+/** Joins, then fails every unfinished job (SERVFAIL to its waiters). NULL is a no-op. */
+void resolve_normal_free(struct resolve_normal *p);
+/** Queue a job. @return 0 or -EBUSY (over the in-flight cap: the caller ends the job). */
+int resolve_normal_submit(struct resolve_normal *p, struct job *job);
+struct counters *resolve_normal_counters(struct resolve_normal *p);
+unsigned resolve_normal_inflight(struct resolve_normal *p);

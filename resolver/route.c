@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Routing of a query (cache key, EDNS rule, identity) and the cache value format. */
+#include "resolver/route.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "mapping/mapping.h"
+#include "partition/partition.h"
+
+size_t route_key_build(uint8_t *key, unsigned partition, uint16_t qtype, uint16_t qclass, uint8_t flags,
+                       const uint8_t *qname_lc, size_t qname_len)
+{
+	key[0] = (uint8_t)(partition >> 8);
+	key[1] = (uint8_t)partition;
+	key[2] = (uint8_t)(qtype >> 8);
+	key[3] = (uint8_t)qtype;
+	key[4] = (uint8_t)(qclass >> 8);
+	key[5] = (uint8_t)qclass;
+	key[6] = flags;
+	memcpy(key + ROUTE_KEY_HDR, qname_lc, qname_len);
+	return ROUTE_KEY_HDR + qname_len;
+}
+
+unsigned route_key_partition(const uint8_t *key)
+{
+	return ((unsigned)key[0] << 8) | key[1];
+}
+
+void route_key_set(struct route *rt, const struct wire_query *q, unsigned key_part)
+{
+	uint8_t flags = (q->edns_do ? ROUTE_KEY_DO : 0) | ((q->flags & WIRE_FLAG_CD) ? ROUTE_KEY_CD : 0);
+	rt->klen = route_key_build(rt->key, key_part, q->qtype, q->qclass, flags, q->qname_lc, q->qname_len);
+}
+
+void route_decide(struct route *rt, const struct conf *c, const struct domains *d, const struct wire_query *q,
+                  int family)
+{
+	rt->rule = NULL;
+	/* EDNS domains of a real partition with a mapped identity go per partition */
+	if (rt->part != PARTITION_COMMON) {
+		rt->rule = domains_match(d, q->qname_lc, q->qname_len);
+		if (rt->rule && mapping_ecs(c->partitions.mapping, rt->part, family, &rt->mapped) != 0)
+			rt->rule = NULL;
+	}
+	if (rt->echo) /* RFC 7871 §7.2.1: scope says how far our answer holds */
+		rt->echo_ecs.scope = rt->rule ? rt->echo_ecs.source : 0;
+	route_key_set(rt, q, rt->rule ? rt->part : PARTITION_COMMON);
+}
+
+/* ---- cache values ---- */
+
+size_t route_value_header(size_t target_len, size_t prefix_len)
+{
+	return target_len ? 1 + 1 + target_len + 2 + prefix_len : 1;
+}
+
+size_t route_value_write_header(uint8_t *out, const uint8_t *target, size_t target_len, const uint8_t *prefix,
+                                size_t prefix_len)
+{
+	if (target_len == 0) {
+		out[0] = 0;
+		return 1;
+	}
+	size_t o = 0;
+	out[o++] = ROUTE_VALUE_CHAIN;
+	out[o++] = (uint8_t)target_len;
+	memcpy(out + o, target, target_len);
+	o += target_len;
+	out[o++] = (uint8_t)(prefix_len >> 8);
+	out[o++] = (uint8_t)prefix_len;
+	memcpy(out + o, prefix, prefix_len);
+	return o + prefix_len;
+}
+
+int route_value_parse(const uint8_t *val, size_t vlen, const uint8_t **blob, size_t *blob_len,
+                      const uint8_t **target, size_t *target_len, const uint8_t **prefix, size_t *prefix_len)
+{
+	if (vlen < 1)
+		return -EINVAL;
+	if (!(val[0] & ROUTE_VALUE_CHAIN)) {
+		*blob = val + 1;
+		*blob_len = vlen - 1;
+		return 0;
+	}
+	size_t o = 1;
+	if (o + 1 > vlen)
+		return -EINVAL;
+	size_t tl = val[o++];
+	if (o + tl + 2 > vlen)
+		return -EINVAL;
+	*target = val + o;
+	*target_len = tl;
+	o += tl;
+	size_t pl = ((size_t)val[o] << 8) | val[o + 1];
+	o += 2;
+	if (o + pl > vlen)
+		return -EINVAL;
+	*prefix = val + o;
+	*prefix_len = pl;
+	o += pl;
+	*blob = val + o;
+	*blob_len = vlen - o;
+	return 1;
+}
+
+/* ---- normal answers whose chain enters an EDNS domain ---- */
+
+int route_chain_find(const struct domains *d, const uint8_t *resp, size_t len, const uint8_t *qname,
+                     size_t qname_len, uint8_t *target, size_t *target_len, uint8_t **prefix, size_t *prefix_len)
+{
+	if (domains_count(d) == 0 || len < WIRE_HEADER_SIZE || ((resp[6] << 8) | resp[7]) == 0)
+		return 0; /* nothing flagged, or no answer records */
+	struct wire_iter start;
+	if (wire_iter_init(&start, resp, len) != 0)
+		return WIRE_E_FORMERR;
+	uint8_t cur[WIRE_MAX_NAME];
+	size_t cur_len = qname_len;
+	memcpy(cur, qname, qname_len);
+	for (unsigned hop = 1; hop <= WIRE_CNAME_MAX; hop++) {
+		/* the CNAME owned by the current name, first in the answer section */
+		struct wire_iter it = start;
+		struct wire_rr rr;
+		int k;
+		while ((k = wire_iter_next(&it, &rr)) == 1 && rr.section == WIRE_SECTION_ANSWER &&
+		       !(rr.type == WIRE_TYPE_CNAME && wire_name_equal(rr.owner, rr.owner_len, cur, cur_len)))
+			;
+		if (k < 0)
+			return WIRE_E_FORMERR;
+		if (k == 0 || rr.section != WIRE_SECTION_ANSWER)
+			return 0;
+		if (wire_rdata_name(&it, &rr, 0, cur, &cur_len) != 0)
+			return WIRE_E_FORMERR;
+		wire_name_lower(cur, cur_len, cur);
+		if (domains_match(d, cur, cur_len) != NULL) {
+			int rc = wire_cname_prefix(resp, len, hop, prefix, prefix_len);
+			if (rc != 0)
+				return rc;
+			memcpy(target, cur, cur_len);
+			*target_len = cur_len;
+			return 1;
+		}
+	}
+	return 0;
+}

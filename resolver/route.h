@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. Where a query goes: cache key, EDNS rule and identity, and the cache value format. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+#include "conf/store.h"
+#include "mapping/ecs.h"
+#include "resolver/domains.h"
+#include "resolver/wire.h"
+
+/* Cache key: partition(2) qtype(2) qclass(2) flags(1), then the lower-cased qname. */
+#define ROUTE_KEY_HDR 7
+#define ROUTE_KEY_MAX (ROUTE_KEY_HDR + WIRE_MAX_NAME)
+#define ROUTE_KEY_DO 0x01
+#define ROUTE_KEY_CD 0x02
+
+/* Where one query goes. */
+struct route {
+	unsigned part;                   /* the client's partition (or PARTITION_COMMON) */
+	const struct store_domain *rule; /* EDNS domain rule, NULL = normal */
+	struct ecs mapped;               /* the partition's identity, when rule */
+	bool echo;                       /* echo the client's ECS (trusted frontend) */
+	struct ecs echo_ecs;
+	uint8_t key[ROUTE_KEY_MAX];
+	size_t klen;
+};
+
+/** Build a cache key into key (ROUTE_KEY_MAX bytes). @return its length. */
+size_t route_key_build(uint8_t *key, unsigned partition, uint16_t qtype, uint16_t qclass, uint8_t flags,
+                       const uint8_t *qname_lc, size_t qname_len);
+
+/** The partition a cache key belongs to (0 = common). klen must be >= ROUTE_KEY_HDR. */
+unsigned route_key_partition(const uint8_t *key);
+
+/** rt->key for q, in the cache of key_part. */
+void route_key_set(struct route *rt, const struct wire_query *q, unsigned key_part);
+
+/**
+ * Route q for a client of partition rt->part (set by the caller, with echo):
+ * a flagged name of a partition with a mapped identity goes through the
+ * EDNS pool (rule and mapped set, key per partition); anything else shares
+ * the common cache. family is the client's address family (picks mapped or
+ * mapped6).
+ */
+void route_decide(struct route *rt, const struct conf *c, const struct domains *d, const struct wire_query *q,
+                  int family);
+
+/*
+ * Cache values are [flags][chain info][wire blob]. A chain value (flag
+ * ROUTE_VALUE_CHAIN) is a normal answer whose CNAME chain enters an EDNS
+ * domain: u8 target length, target, u16 prefix length, prefix message.
+ */
+#define ROUTE_VALUE_CHAIN 0x01
+
+/** Size of the value header: 1 without a chain, more with one (target_len > 0). */
+size_t route_value_header(size_t target_len, size_t prefix_len);
+
+/** Write the header for a chain (target_len > 0) or none. @return bytes written. */
+size_t route_value_write_header(uint8_t *out, const uint8_t *target, size_t target_len, const uint8_t *prefix,
+                                size_t prefix_len);
+
+/**
+ * Parse a cache value's header: *blob and *blob_len point at the wire blob
+ * and, for a chain, target and prefix (pointers into val).
+ * @return 0 (no chain), 1 (chain), -EINVAL (malformed).
+ */
+int route_value_parse(const uint8_t *val, size_t vlen, const uint8_t **blob, size_t *blob_len,
+                      const uint8_t **target, size_t *target_len, const uint8_t **prefix, size_t *prefix_len);
+
+/**
+ * Does the CNAME chain of a normal answer enter an EDNS domain? Follows the
+ * chain of resp from qname; at the first hop whose target is flagged in d,
+ * returns 1 with that target (lower case, WIRE_MAX_NAME bytes) and a
+ * prefix message (wire_cname_prefix: header, question, the CNAMEs up to
+ * there; malloc'd, caller frees).
+ * @return 1, 0 (no such hop), WIRE_E_FORMERR, -ENOMEM.
+ */
+int route_chain_find(const struct domains *d, const uint8_t *resp, size_t len, const uint8_t *qname,
+                     size_t qname_len, uint8_t *target, size_t *target_len, uint8_t **prefix, size_t *prefix_len);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. What queries read: config + EDNS-domain set, swapped whole on reload or store change. */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+#include "resolver/domains.h"
+
+struct snapshot_conf; /* a config shared by the snapshots made from it */
+
+/* Immutable once published; lives while someone holds a reference. */
+struct snapshot {
+	atomic_int refs;
+	uint64_t generation;          /* 1, 2, ... in publication order */
+	struct snapshot_conf *shared;
+	const struct conf *conf;      /* shared->conf */
+	struct domains *domains;
+	uint64_t store_version;       /* the store version domains was read at */
+};
+
+/* The current snapshot, as a slot threads read from. */
+struct snapshot_slot {
+	pthread_mutex_t lock;
+	struct snapshot *cur;         /* NULL until the first publish */
+	_Atomic uint64_t generation;  /* cur->generation, readable without the lock */
+};
+
+void snapshot_slot_init(struct snapshot_slot *slot);
+/** Drop the slot's reference to the current snapshot. */
+void snapshot_slot_deinit(struct snapshot_slot *slot);
+
+/**
+ * Publish a new current snapshot.
+ * @param conf     the new config (owned from now on, also on failure), or
+ *                 NULL to keep the current snapshot's config
+ * @param domains  the new EDNS-domain set (owned, also on failure)
+ * @return 0 or -ENOMEM (the current snapshot stays).
+ */
+int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains, uint64_t version);
+
+/** A reference to the current snapshot; release it with snapshot_release. */
+struct snapshot *snapshot_get(struct snapshot_slot *slot);
+
+/** The current generation, without taking a reference (to notice changes cheaply). */
+static inline uint64_t snapshot_generation(struct snapshot_slot *slot)
+{
+	return atomic_load_explicit(&slot->generation, memory_order_acquire);
+}
+
+/** Take another reference to s. */
+void snapshot_ref(struct snapshot *s);
+
+/** Drop a reference; the last one frees s (and its config when no other snapshot shares it). NULL is a no-op. */
+void snapshot_release(struct snapshot *s);
