@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* resolver/edns_iter.c with canned packets: zone cuts, nameservers and glue, and what each upstream answer means. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <ldns/ldns.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resolver/edns_iter.h"
+
+/* A message built with ldns (an independent encoder): records as zone-file text. */
+struct msg_spec {
+	uint16_t id;
+	const char *qname;
+	uint16_t qtype;
+	int rcode;
+	bool aa, tc;
+	const char *an[4], *ns[4], *ar[4];
+};
+
+static void push(ldns_pkt *p, ldns_pkt_section s, const char *const *rrs)
+{
+	for (size_t i = 0; i < 4 && rrs[i]; i++) {
+		ldns_rr *rr = NULL;
+		assert_int_equal(ldns_rr_new_frm_str(&rr, rrs[i], 300, NULL, NULL), LDNS_STATUS_OK);
+		ldns_pkt_push_rr(p, s, rr);
+	}
+}
+
+static uint8_t *build(const struct msg_spec *m, size_t *len)
+{
+	ldns_pkt *p = ldns_pkt_new();
+	ldns_pkt_set_id(p, m->id);
+	ldns_pkt_set_qr(p, true);
+	ldns_pkt_set_aa(p, m->aa);
+	ldns_pkt_set_tc(p, m->tc);
+	ldns_pkt_set_rcode(p, (uint8_t)m->rcode);
+	ldns_rr *q = ldns_rr_new();
+	ldns_rr_set_owner(q, ldns_dname_new_frm_str(m->qname));
+	ldns_rr_set_type(q, (ldns_rr_type)m->qtype);
+	ldns_rr_set_class(q, LDNS_RR_CLASS_IN);
+	ldns_rr_set_question(q, true);
+	ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, q);
+	push(p, LDNS_SECTION_ANSWER, m->an);
+	push(p, LDNS_SECTION_AUTHORITY, m->ns);
+	push(p, LDNS_SECTION_ADDITIONAL, m->ar);
+	uint8_t *wire = NULL;
+	assert_int_equal(ldns_pkt2wire(&wire, p, len), LDNS_STATUS_OK);
+	ldns_pkt_free(p);
+	return wire;
+}
+
+static size_t name(const char *text, uint8_t *out)
+{
+	int n = wire_name_from_text(text, out, WIRE_MAX_NAME);
+	assert_true(n > 0);
+	return (size_t)n;
+}
+
+static void test_soa_cut(void **state)
+{
+	static const struct {
+		const char *why;
+		struct msg_spec m;
+		const char *name, *zname;
+		enum edns_cut want;
+		const char *zone;
+	} vectors[] = {
+		{ "SOA at the name asked", { .qname = "cdn.test.", .qtype = LDNS_RR_TYPE_SOA,
+		  .an = { "cdn.test. 300 IN SOA ns.cdn.test. h.cdn.test. 1 2 3 4 5" } },
+		  "video.cdn.test.", "cdn.test.", EDNS_CUT_FOUND, "cdn.test." },
+		{ "the SOA owner in authority holds the name", { .qname = "video.cdn.test.", .qtype = LDNS_RR_TYPE_SOA,
+		  .ns = { "CDN.test. 300 IN SOA ns.cdn.test. h.cdn.test. 1 2 3 4 5" } },
+		  "video.cdn.test.", "video.cdn.test.", EDNS_CUT_FOUND, "cdn.test." },
+		{ "an alias at the name: ask its parent", { .qname = "video.cdn.test.", .qtype = LDNS_RR_TYPE_SOA,
+		  .an = { "video.cdn.test. 300 IN CNAME gslb.other.test." } },
+		  "video.cdn.test.", "video.cdn.test.", EDNS_CUT_PARENT, NULL },
+		{ "an SOA of a zone that does not hold the name", { .qname = "video.cdn.test.", .qtype = LDNS_RR_TYPE_SOA,
+		  .ns = { "other.test. 300 IN SOA ns.other.test. h.other.test. 1 2 3 4 5" } },
+		  "video.cdn.test.", "video.cdn.test.", EDNS_CUT_NONE, NULL },
+		{ "nothing at all", { .qname = "video.cdn.test.", .qtype = LDNS_RR_TYPE_SOA },
+		  "video.cdn.test.", "video.cdn.test.", EDNS_CUT_NONE, NULL },
+	};
+	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		size_t len;
+		uint8_t *msg = build(&vectors[i].m, &len);
+		uint8_t n[WIRE_MAX_NAME], z[WIRE_MAX_NAME], zone[WIRE_MAX_NAME];
+		size_t nl = name(vectors[i].name, n), zl = name(vectors[i].zname, z), zone_len = 0;
+		enum edns_cut got = edns_iter_soa(msg, len, n, nl, z, zl, zone, &zone_len);
+		if (got != vectors[i].want)
+			fail_msg("%s: got %d, want %d", vectors[i].why, got, vectors[i].want);
+		if (vectors[i].zone) {
+			uint8_t want[WIRE_MAX_NAME];
+			size_t wl = name(vectors[i].zone, want);
+			assert_int_equal(zone_len, wl);
+			assert_memory_equal(zone, want, wl); /* lower case */
+		}
+		free(msg);
+	}
+	/* a truncated message is no cut, never a crash */
+	size_t len;
+	uint8_t *msg = build(&vectors[0].m, &len);
+	uint8_t n[WIRE_MAX_NAME], zone[WIRE_MAX_NAME];
+	size_t nl = name("cdn.test.", n), zl;
+	for (size_t cut = 0; cut < len; cut++)
+		assert_int_equal(edns_iter_soa(msg, cut, n, nl, n, nl, zone, &zl), EDNS_CUT_NONE);
+	free(msg);
+}
+
+static void test_servers(void **state)
+{
+	struct msg_spec m = { .qname = "cdn.test.", .qtype = LDNS_RR_TYPE_NS,
+	                      .an = { "cdn.test. 300 IN NS ns1.cdn.test.", "cdn.test. 300 IN NS ns2.cdn.test.",
+	                              "other.test. 300 IN NS ns.evil.test." },
+	                      .ar = { "ns1.cdn.test. 300 IN A 192.0.2.53", "ns2.cdn.test. 300 IN AAAA 2001:db8::53",
+	                              "ns.evil.test. 300 IN A 192.0.2.66" } };
+	size_t len;
+	uint8_t *msg = build(&m, &len);
+	uint8_t zone[WIRE_MAX_NAME];
+	size_t zl = name("cdn.test.", zone);
+	struct edns_servers s;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(edns_servers_take_ns(&s, msg, len, WIRE_SECTION_ANSWER, zone, zl), 2);
+	edns_servers_take_addrs(&s, msg, len, WIRE_SECTION_ADDITIONAL, false);
+	assert_int_equal(s.naddr, 2); /* the address of a name that is no NS of the zone is not glue */
+	const struct sockaddr_in *a = (const struct sockaddr_in *)&s.addr[0];
+	assert_int_equal(a->sin_family, AF_INET);
+	assert_int_equal(ntohs(a->sin_port), 53);
+	uint8_t want[4];
+	inet_pton(AF_INET, "192.0.2.53", want);
+	assert_memory_equal(&a->sin_addr, want, 4);
+	assert_int_equal(s.addr[1].ss_family, AF_INET6);
+	free(msg);
+}
+
+/* The hop every response below answers: video.cdn.test A, id 4242, zone test. */
+static void hop_init(struct edns_hop *h, uint8_t *nbuf, uint8_t *zbuf, bool tcp)
+{
+	*h = (struct edns_hop){ .name = nbuf, .name_len = name("video.cdn.test.", nbuf), .zone = zbuf,
+	                        .zone_len = name("test.", zbuf), .id = 4242, .qtype = LDNS_RR_TYPE_A,
+	                        .qclass = LDNS_RR_CLASS_IN, .ecs = NULL, .tcp = tcp };
+}
+
+static void test_response(void **state)
+{
+	static const struct {
+		const char *why;
+		struct msg_spec m;
+		bool tcp;
+		enum edns_step want;
+		const char *name; /* CNAME target or referral cut */
+	} vectors[] = {
+		{ "an answer", { .id = 4242, .qname = "video.cdn.test.", .qtype = 1, .aa = true,
+		  .an = { "video.cdn.test. 60 IN A 192.0.2.10" } }, false, EDNS_STEP_DONE, NULL },
+		{ "a negative answer", { .id = 4242, .qname = "video.cdn.test.", .qtype = 1, .aa = true, .rcode = 3,
+		  .ns = { "cdn.test. 60 IN SOA ns.cdn.test. h.cdn.test. 1 2 3 4 5" } }, false, EDNS_STEP_DONE, NULL },
+		{ "another ID over UDP: keep waiting", { .id = 4243, .qname = "video.cdn.test.", .qtype = 1,
+		  .an = { "video.cdn.test. 60 IN A 192.0.2.66" } }, false, EDNS_STEP_IGNORE, NULL },
+		{ "another question over UDP: keep waiting", { .id = 4242, .qname = "www.cdn.test.", .qtype = 1,
+		  .an = { "www.cdn.test. 60 IN A 192.0.2.66" } }, false, EDNS_STEP_IGNORE, NULL },
+		{ "another ID over TCP: next server", { .id = 4243, .qname = "video.cdn.test.", .qtype = 1 }, true,
+		  EDNS_STEP_NEXT_SERVER, NULL },
+		{ "truncated over UDP: TCP", { .id = 4242, .qname = "video.cdn.test.", .qtype = 1, .tc = true }, false,
+		  EDNS_STEP_TCP, NULL },
+		{ "SERVFAIL: next server", { .id = 4242, .qname = "video.cdn.test.", .qtype = 1, .rcode = 2 }, false,
+		  EDNS_STEP_NEXT_SERVER, NULL },
+		{ "REFUSED: next server", { .id = 4242, .qname = "video.cdn.test.", .qtype = 1, .rcode = 5 }, false,
+		  EDNS_STEP_NEXT_SERVER, NULL },
+		{ "a referral below the zone", { .id = 4242, .qname = "video.cdn.test.", .qtype = 1,
+		  .ns = { "CDN.test. 300 IN NS ns1.cdn.test." }, .ar = { "ns1.cdn.test. 300 IN A 192.0.2.53" } },
+		  false, EDNS_STEP_REFERRAL, "cdn.test." },
+		{ "NS for a zone off the path is no referral", { .id = 4242, .qname = "video.cdn.test.", .qtype = 1,
+		  .ns = { "evil.test. 300 IN NS ns.evil.test." } }, false, EDNS_STEP_DONE, NULL },
+		{ "a CNAME hop", { .id = 4242, .qname = "video.cdn.test.", .qtype = 1, .aa = true,
+		  .an = { "video.cdn.test. 60 IN CNAME Node.GSLB.test." } }, false, EDNS_STEP_CNAME, "node.gslb.test." },
+	};
+	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		size_t len;
+		uint8_t *msg = build(&vectors[i].m, &len);
+		uint8_t n[WIRE_MAX_NAME], z[WIRE_MAX_NAME];
+		struct edns_hop hop;
+		hop_init(&hop, n, z, vectors[i].tcp);
+		struct edns_verdict v;
+		edns_iter_response(&hop, msg, len, &v);
+		if (v.step != vectors[i].want)
+			fail_msg("%s: got step %d, want %d", vectors[i].why, v.step, vectors[i].want);
+		if (vectors[i].name) {
+			uint8_t want[WIRE_MAX_NAME];
+			size_t wl = name(vectors[i].name, want);
+			const uint8_t *got = v.step == EDNS_STEP_CNAME ? v.target : v.cut;
+			size_t gl = v.step == EDNS_STEP_CNAME ? v.target_len : v.cut_len;
+			if (gl != wl || memcmp(got, want, wl) != 0)
+				fail_msg("%s: wrong name", vectors[i].why);
+		}
+		/* every prefix of the message is handled: ignored or refused, never taken as an answer */
+		for (size_t cut = 0; cut < len; cut++) {
+			edns_iter_response(&hop, msg, cut, &v);
+			assert_true(v.step == EDNS_STEP_IGNORE || v.step == EDNS_STEP_NEXT_SERVER || v.step == EDNS_STEP_TCP);
+		}
+		free(msg);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_soa_cut),
+		cmocka_unit_test(test_servers),
+		cmocka_unit_test(test_response),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

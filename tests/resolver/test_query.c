@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* resolver/query.c branch by branch, without sockets: drop, refuse, hit, miss, coalesce, EDNS routing, chains. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <ldns/ldns.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partition/partition.h"
+#include "resolver/query.h"
+#include "tests/fixtures/domains_store.h"
+
+static const char config[] =
+	"server: { listen: [ \"127.0.0.1@5353\" ], allow: [ 127.0.0.0/8, 192.0.2.0/24 ] }\n"
+	"partitions:\n"
+	"  unmatched: common\n"
+	"  list:\n"
+	"    - { name: nanjing, mapped: 198.51.100.1, prefixes: [ 127.0.1.0/24, 198.51.100.0/26 ] }\n"
+	"    - { name: suzhou, mapped: 198.51.100.65, prefixes: [ 127.0.2.0/24, 198.51.100.64/26 ] }\n";
+
+static const struct fixture_domain flagged[] = {
+	{ "video.cdn.test.", false, CONF_POLICY_ITERATE },
+};
+
+#define MAX_JOBS 8
+
+/* Everything one test runs against: a snapshot, cache, in-flight table and a fake pool. */
+struct env {
+	struct fixture_store *fs;
+	struct snapshot_slot slot;
+	struct cache *cache;
+	struct inflight *inflight;
+	struct mq replies;
+	struct counters ctr;
+	struct partition_counters pctr[PARTITION_MAX + 1];
+	struct query_ctx x;
+	struct job *jobs[MAX_JOBS]; /* dispatched, in order */
+	int njobs;
+	uint8_t out[65535];
+};
+
+static void fake_dispatch(void *arg, struct job *job)
+{
+	struct env *e = arg;
+	assert_true(e->njobs < MAX_JOBS);
+	e->jobs[e->njobs++] = job;
+}
+
+static struct env *env_new(const char *yaml)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	assert_non_null(e);
+	e->fs = fixture_store_new("query", flagged, 1);
+	assert_non_null(e->fs);
+	struct conf *c = NULL;
+	unsigned nerr = 0;
+	assert_int_equal(conf_load_string(yaml, strlen(yaml), "test.yaml", stderr, &c, &nerr), 0);
+	/* the snapshot takes the domain set; the fixture keeps only its store */
+	snapshot_slot_init(&e->slot);
+	assert_int_equal(snapshot_publish(&e->slot, c, e->fs->domains, 1), 0);
+	e->fs->domains = NULL;
+	e->cache = cache_new(1 << 20, 0);
+	e->inflight = inflight_new(e->cache);
+	assert_int_equal(mq_init(&e->replies), 0);
+	e->x = (struct query_ctx){ .snap = snapshot_get(&e->slot), .cache = e->cache, .inflight = e->inflight,
+	                           .replies = &e->replies, .dispatch = fake_dispatch, .dispatch_arg = e,
+	                           .ctr = &e->ctr, .pctr = e->pctr };
+	return e;
+}
+
+static void env_free(struct env *e)
+{
+	for (int i = 0; i < e->njobs; i++)
+		if (e->jobs[i])
+			inflight_fail(e->jobs[i], WIRE_RCODE_SERVFAIL);
+	struct mq_node *n = mq_take_all(&e->replies);
+	while (n) {
+		struct waiter *w = (struct waiter *)n;
+		n = n->next;
+		job_waiter_free(w);
+	}
+	mq_deinit(&e->replies);
+	snapshot_release(e->x.snap);
+	inflight_free(e->inflight);
+	cache_free(e->cache);
+	snapshot_slot_deinit(&e->slot);
+	assert_int_equal(fixture_store_free(e->fs), 0);
+	free(e);
+}
+
+static int setup(void **state)
+{
+	*state = env_new(config);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	env_free(*state);
+	return 0;
+}
+
+/* A client at ip (IPv4 text), UDP. */
+struct client_addr {
+	struct sockaddr_storage ss;
+	struct query_client cl;
+};
+
+static void client_at(struct client_addr *ca, const char *ip)
+{
+	memset(ca, 0, sizeof(*ca));
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ca->ss;
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons(40000);
+	assert_int_equal(inet_pton(AF_INET, ip, &s4->sin_addr), 1);
+	ca->cl = (struct query_client){ .tcp = false, .udp_fd = -1, .peer = &ca->ss, .peer_len = sizeof(*s4) };
+}
+
+/* Build a query for name/qtype (class qclass) with EDNS. @return its length. */
+static size_t make_query(uint8_t *buf, size_t cap, const char *name, uint16_t qtype, uint16_t qclass)
+{
+	uint8_t wname[WIRE_MAX_NAME];
+	int n = wire_name_from_text(name, wname, sizeof(wname));
+	assert_true(n > 0);
+	int len = wire_query_build(0x1234, true, false, wname, (size_t)n, qtype, qclass, NULL, buf, cap);
+	assert_true(len > 0);
+	return (size_t)len;
+}
+
+/* Process a query for name from ip. @return query_process's result. */
+static int ask(struct env *e, const char *ip, const char *name, uint16_t qtype)
+{
+	struct client_addr ca;
+	client_at(&ca, ip);
+	uint8_t q[512];
+	size_t len = make_query(q, sizeof(q), name, qtype, WIRE_CLASS_IN);
+	return query_process(&e->x, &ca.cl, q, len, e->out, sizeof(e->out));
+}
+
+static int reply_rcode(const uint8_t *msg)
+{
+	return msg[3] & 0x0f;
+}
+
+/* An upstream response to job: its question, the given answer records (zone-file text). */
+static uint8_t *make_response(const struct job *job, const char *const *rrs, size_t *len)
+{
+	char qname[512];
+	assert_true(wire_name_to_text(job->qname, job->qname_len, qname, sizeof(qname)) > 0);
+	ldns_pkt *p = ldns_pkt_new();
+	ldns_pkt_set_qr(p, true);
+	ldns_pkt_set_rd(p, true);
+	ldns_pkt_set_ra(p, true);
+	ldns_rr *q = ldns_rr_new();
+	ldns_rr_set_owner(q, ldns_dname_new_frm_str(qname));
+	ldns_rr_set_type(q, (ldns_rr_type)job->qtype);
+	ldns_rr_set_class(q, LDNS_RR_CLASS_IN);
+	ldns_rr_set_question(q, true);
+	ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, q);
+	for (size_t i = 0; rrs[i]; i++) {
+		ldns_rr *rr = NULL;
+		assert_int_equal(ldns_rr_new_frm_str(&rr, rrs[i], 300, NULL, NULL), LDNS_STATUS_OK);
+		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
+	}
+	uint8_t *wire = NULL;
+	assert_int_equal(ldns_pkt2wire(&wire, p, len), LDNS_STATUS_OK);
+	ldns_pkt_free(p);
+	return wire;
+}
+
+/* End dispatched job i with the answer records rrs. */
+static void complete(struct env *e, int i, const char *const *rrs)
+{
+	size_t len;
+	uint8_t *resp = make_response(e->jobs[i], rrs, &len);
+	inflight_done(e->jobs[i], resp, len);
+	e->jobs[i] = NULL;
+	free(resp);
+}
+
+/* Take the waiters queued back, in any order. @return how many. */
+static int take_replies(struct env *e, struct waiter **out, int max)
+{
+	int n = 0;
+	for (struct mq_node *m = mq_take_all(&e->replies); m; m = m->next) {
+		assert_true(n < max);
+		out[n++] = (struct waiter *)m;
+	}
+	return n;
+}
+
+static void test_drops_and_refusals(void **state)
+{
+	struct env *e = *state;
+	struct client_addr ca;
+	client_at(&ca, "127.0.0.9");
+	static const uint8_t shortpkt[5] = { 1, 2, 3, 4, 5 };
+	assert_int_equal(query_process(&e->x, &ca.cl, shortpkt, sizeof(shortpkt), e->out, sizeof(e->out)), 0);
+	assert_int_equal(counter_get(&e->ctr.dropped), 1);
+
+	uint8_t q[512];
+	size_t len = make_query(q, sizeof(q), "www.example.", WIRE_TYPE_A, WIRE_CLASS_IN);
+	q[2] |= 0x80; /* QR=1: a response sent to us is never answered */
+	assert_int_equal(query_process(&e->x, &ca.cl, q, len, e->out, sizeof(e->out)), 0);
+
+	int n = ask(e, "203.0.113.7", "www.example.", WIRE_TYPE_A);
+	assert_true(n > 0);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_REFUSED); /* not in server.allow */
+
+	n = ask(e, "127.0.0.9", "example.", 252);
+	assert_true(n > 0);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_REFUSED); /* AXFR */
+
+	len = make_query(q, sizeof(q), "version.bind.", WIRE_TYPE_TXT, 3);
+	n = query_process(&e->x, &ca.cl, q, len, e->out, sizeof(e->out));
+	assert_true(n > 0);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_REFUSED); /* class CH */
+
+	q[2] = 0x28; /* opcode UPDATE */
+	q[2] &= (uint8_t)~0x80;
+	n = query_process(&e->x, &ca.cl, q, len, e->out, sizeof(e->out));
+	assert_true(n > 0);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOTIMP);
+	assert_int_equal(e->njobs, 0); /* nothing went upstream */
+}
+
+static void test_miss_coalesce_then_hit(void **state)
+{
+	struct env *e = *state;
+	assert_int_equal(ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 1);
+	assert_false(e->jobs[0]->edns);
+	assert_int_equal(e->jobs[0]->partition, PARTITION_COMMON);
+	/* the same name from a partitioned client shares the common resolution */
+	assert_int_equal(ask(e, "127.0.1.5", "WWW.example.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 1);
+	assert_int_equal(counter_get(&e->ctr.coalesced), 1);
+
+	complete(e, 0, (const char *const[]){ "www.example. 300 IN A 192.0.2.80", NULL });
+	struct waiter *w[4];
+	assert_int_equal(take_replies(e, w, 4), 2);
+	for (int i = 0; i < 2; i++) {
+		int n = query_answer(&e->x, w[i], e->out, sizeof(e->out));
+		assert_true(n > 12);
+		assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
+		assert_int_equal((e->out[6] << 8) | e->out[7], 1); /* one answer record */
+		job_waiter_free(w[i]);
+	}
+	/* now a hit: answered at once, nothing dispatched */
+	int n = ask(e, "127.0.2.5", "www.example.", WIRE_TYPE_A);
+	assert_true(n > 12);
+	assert_int_equal(e->njobs, 1);
+	assert_int_equal(counter_get(&e->ctr.hits), 1);
+	assert_int_equal(counter_get(&e->pctr[2].hits), 1);
+}
+
+static void test_flagged_name_per_partition(void **state)
+{
+	struct env *e = *state;
+	assert_int_equal(ask(e, "127.0.1.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(ask(e, "127.0.2.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(ask(e, "127.0.0.9", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 3); /* two cities and the common cache: no coalescing across them */
+	const struct job *nj = e->jobs[0], *sz = e->jobs[1], *common = e->jobs[2];
+	assert_true(nj->edns);
+	assert_int_equal(nj->partition, 1);
+	assert_int_equal(nj->ecs.source, 32);
+	uint8_t want[4];
+	inet_pton(AF_INET, "198.51.100.1", want);
+	assert_memory_equal(nj->ecs.addr, want, 4);
+	assert_true(sz->edns);
+	assert_int_equal(sz->partition, 2);
+	inet_pton(AF_INET, "198.51.100.65", want);
+	assert_memory_equal(sz->ecs.addr, want, 4);
+	assert_false(common->edns); /* a client of no partition resolves normally */
+	assert_int_equal(counter_get(&e->pctr[1].edns), 1);
+}
+
+static void test_normal_chain_into_flagged_zone(void **state)
+{
+	struct env *e = *state;
+	/* a normal name asked from nanjing; its answer CNAMEs into a flagged name */
+	assert_int_equal(ask(e, "127.0.1.5", "www.customer.example.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 1);
+	assert_false(e->jobs[0]->edns);
+	complete(e, 0, (const char *const[]){ "www.customer.example. 300 IN CNAME video.cdn.test.",
+	                                      "video.cdn.test. 60 IN A 192.0.2.1", NULL });
+	struct waiter *w[2];
+	assert_int_equal(take_replies(e, w, 2), 1);
+	/* the partitioned client continues through the EDNS pool from the target */
+	assert_int_equal(query_answer(&e->x, w[0], e->out, sizeof(e->out)), -1);
+	job_waiter_free(w[0]);
+	assert_int_equal(e->njobs, 2);
+	const struct job *j = e->jobs[1];
+	assert_true(j->edns);
+	assert_int_equal(j->partition, 1);
+	uint8_t target[WIRE_MAX_NAME];
+	int tl = wire_name_from_text("video.cdn.test.", target, sizeof(target));
+	assert_int_equal(j->start_len, (size_t)tl);
+	assert_memory_equal(j->start, target, (size_t)tl);
+	assert_non_null(j->prefix);
+	/* a client of no partition gets the common answer from the cache */
+	int n = ask(e, "127.0.0.9", "www.customer.example.", WIRE_TYPE_A);
+	assert_true(n > 12);
+	assert_int_equal((e->out[6] << 8) | e->out[7], 2);
+	assert_int_equal(e->njobs, 2);
+}
+
+static void test_unmatched_refuse(void **state)
+{
+	static const char refuse[] =
+		"server: { listen: [ \"127.0.0.1@5353\" ], allow: [ 127.0.0.0/8 ] }\n"
+		"partitions:\n"
+		"  unmatched: refuse\n"
+		"  list:\n"
+		"    - { name: nanjing, mapped: 198.51.100.1, prefixes: [ 127.0.1.0/24, 198.51.100.0/26 ] }\n";
+	struct env *e = env_new(refuse);
+	int n = ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_A);
+	assert_true(n > 0);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_REFUSED);
+	assert_int_equal(ask(e, "127.0.1.9", "www.example.", WIRE_TYPE_A), -1);
+	env_free(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_drops_and_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_miss_coalesce_then_hit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flagged_name_per_partition, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_normal_chain_into_flagged_zone, setup, teardown),
+		cmocka_unit_test(test_unmatched_refuse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
