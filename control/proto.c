@@ -111,12 +111,13 @@ int control_reply_write(FILE *f, int status, const char *body, size_t bodylen, c
 			fwrite(body, 1, bodylen, f);
 	} else {
 		/* The message ends at the first "\n" or NUL (a NUL would make the status line
-		 * unparseable), without a "\r", and leaves room for "ERR " and "\n". */
+		 * unparseable), and leaves room for "ERR " and "\n". Trailing "\r"s go: the
+		 * client would take the last one for half of a "\r\n". */
 		size_t max = CONTROL_MAX_STATUS - sizeof("ERR \n") + 1;
 		size_t mlen = 0;
 		while (mlen < errslen && mlen < max && errs[mlen] != '\n' && errs[mlen] != '\0')
 			mlen++;
-		if (mlen > 0 && errs[mlen - 1] == '\r')
+		while (mlen > 0 && errs[mlen - 1] == '\r')
 			mlen--;
 		if (mlen == 0)
 			fputs("ERR failed\n", f);

@@ -332,6 +332,8 @@ static const struct reply_row reply_rows[] = {
 	{ 1, "", "", "ERR failed\n", "ERR without errors" },
 	{ -5, "", "\nsecond\n", "ERR failed\n\nsecond\n", "an empty first line" },
 	{ 1, "", "bad\r\nx\n", "ERR bad\nbad\r\nx\n", "a CR is not in the message" },
+	{ 1, "", "x\r\r\n", "ERR x\nx\r\r\n", "nor are several" },
+	{ 1, "", "\r\r", "ERR failed\n\r\r\n", "a line of CRs is empty" },
 };
 
 static char *format_reply(int status, const char *body, size_t bodylen, const char *errs,
