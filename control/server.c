@@ -137,7 +137,7 @@ struct control *control_new(const char *path, int stop_fd)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (path == NULL || path[0] == '\0' || strlen(path) >= sizeof(sa.sun_path)) {
 		report(CONTROL_LOG_ERR, "socket path empty or longer than %zu bytes: %s",
-		     sizeof(sa.sun_path) - 1, path ? path : "(null)");
+		       sizeof(sa.sun_path) - 1, path ? path : "(null)");
 		return NULL;
 	}
 	if (stop_fd < 0) {
@@ -247,7 +247,7 @@ static void client_answer(struct control *c, struct control_client *cl, int rc, 
 	} else if (rc == CONTROL_E_TOO_LONG) {
 		fprintf(err, "request longer than %d bytes\n", CONTROL_MAX_REQUEST);
 	} else {
-		fprintf(err, "malformed request: %s\n", control_strerror(rc));
+		fprintf(err, "malformed request: a NUL byte in the line\n"); /* CONTROL_E_REQUEST */
 	}
 	/* fclose, not fflush: body/errs are only final once the streams are closed. */
 	int e1 = fclose(out), e2 = fclose(err);
@@ -350,8 +350,9 @@ static void *control_main(void *arg)
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
 			struct control_client *cl = &c->clients[i];
 			if (cl->fd >= 0 && cl->deadline <= now) {
-				report(CONTROL_LOG_WARN, "client of %s cut off: no %s within %d ms", c->path,
-				     cl->out ? "read of the reply" : "request", CONTROL_TIMEOUT_MS);
+				report(CONTROL_LOG_WARN, "client of %s cut off: it %s within %d ms", c->path,
+				       cl->out ? "did not take the reply" : "sent no request",
+				       CONTROL_TIMEOUT_MS);
 				client_close(cl);
 			}
 			if (cl->fd < 0) {
