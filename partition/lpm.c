@@ -9,6 +9,9 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include "util/hash.h"
+#include "util/vec.h"
+
 /*
  * Compiled form, one per family (the layout of poptrie, Asai and Ohara,
  * SIGCOMM 2015, with leaf pushing and controlled prefix expansion):
@@ -127,28 +130,15 @@ static inline unsigned bits_at(uint64_t hi, uint64_t lo, unsigned d)
  * Room for need elements of size elem in array p of capacity *cap, doubling.
  * @return the array (maybe moved), or NULL with p and *cap unchanged.
  */
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return p;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	if (n > SIZE_MAX / elem || (p = realloc(p, n * elem)) == NULL)
-		return NULL;
-	*cap = n;
-	return p;
-}
-
+/* Prefixes come from the operator's tables: a fixed key keeps builds reproducible. */
 static size_t hash_prefix(const struct prefix *p)
 {
-	uint64_t h = load_be64(p->addr) * 0x9E3779B97F4A7C15ull;
-	h ^= load_be64(p->addr + 8) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-	h ^= (uint64_t)p->len << 8 | p->family;
-	h ^= h >> 33;
-	h *= 0xFF51AFD7ED558CCDull;
-	h ^= h >> 33;
-	return (size_t)h;
+	static const struct hash_key key = { { 0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull } };
+	uint8_t buf[18];
+	memcpy(buf, p->addr, 16);
+	buf[16] = p->len;
+	buf[17] = (uint8_t)p->family;
+	return (size_t)hash_bytes(&key, buf, sizeof(buf));
 }
 
 static int hash_resize(struct lpm *t, size_t cap)
@@ -267,17 +257,12 @@ int lpm_insert(struct lpm *t, const struct prefix *p, uint32_t value, uint32_t *
 	}
 
 	if (t->count == t->cap) {
-		/* cap only grows once both arrays have. */
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct prefix *np = realloc(t->prefixes, cap * sizeof(*np));
-		if (np == NULL)
+		/* cap only grows once both arrays have */
+		size_t cap_p = t->cap, cap_v = t->cap;
+		if (vec_grow(&t->prefixes, &cap_p, t->count + 1, sizeof(*t->prefixes), MAX_ENTRIES) != 0 ||
+		    vec_grow(&t->values, &cap_v, t->count + 1, sizeof(*t->values), MAX_ENTRIES) != 0)
 			return -ENOMEM;
-		t->prefixes = np;
-		uint32_t *nv = realloc(t->values, cap * sizeof(*nv));
-		if (nv == NULL)
-			return -ENOMEM;
-		t->values = nv;
-		t->cap = cap;
+		t->cap = cap_p;
 	}
 	t->prefixes[t->count] = m;
 	t->values[t->count] = value;
@@ -300,11 +285,8 @@ static int cmp_key(const void *a, const void *b)
 static int append_leaf(struct builder *b, uint32_t index)
 {
 	struct lpm_fib *f = b->fib;
-	struct lpm_leaf *l = f->nleaves < MAX_ENTRIES
-		? grow(f->leaves, &f->cap_leaves, f->nleaves + 1, sizeof(*l)) : NULL;
-	if (l == NULL)
+	if (vec_grow(&f->leaves, &f->cap_leaves, f->nleaves + 1, sizeof(*f->leaves), MAX_ENTRIES) != 0)
 		return -ENOMEM;
-	f->leaves = l;
 	f->leaves[f->nleaves++] = index == LPM_NONE
 		? (struct lpm_leaf){ .value = LPM_NONE, .index = LPM_NONE }
 		: (struct lpm_leaf){ .value = b->values[index], .index = index };
@@ -314,11 +296,8 @@ static int append_leaf(struct builder *b, uint32_t index)
 /* Reserve k consecutive nodes. @return the index of the first, or -ENOMEM. */
 static int64_t alloc_nodes(struct lpm_fib *f, size_t k)
 {
-	struct lpm_node *nodes = f->nnodes + k < MAX_ENTRIES
-		? grow(f->nodes, &f->cap_nodes, f->nnodes + k, sizeof(*nodes)) : NULL;
-	if (nodes == NULL)
+	if (vec_grow(&f->nodes, &f->cap_nodes, f->nnodes + k, sizeof(*f->nodes), MAX_ENTRIES - 1) != 0)
 		return -ENOMEM;
-	f->nodes = nodes;
 	f->nnodes += k;
 	return (int64_t)(f->nnodes - k);
 }

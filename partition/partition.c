@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "partition/lpm.h"
+#include "util/vec.h"
 
 #define COMMON_NAME "common"
 
@@ -80,14 +81,8 @@ int ptable_add(struct ptable *t, const char *name)
 		return -EEXIST;
 	if (t->n >= PARTITION_MAX)
 		return -ENOSPC;
-	if (t->n + 2 > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		struct part *p = realloc(t->parts, cap * sizeof(*p));
-		if (p == NULL)
-			return -ENOMEM;
-		t->parts = p;
-		t->cap = cap;
-	}
+	if (vec_grow(&t->parts, &t->cap, t->n + 2, sizeof(*t->parts), PARTITION_MAX + 1) != 0)
+		return -ENOMEM;
 	char *copy = strdup(name);
 	if (copy == NULL)
 		return -ENOMEM;
@@ -107,14 +102,8 @@ int ptable_add_prefix(struct ptable *t, unsigned id, const struct prefix *p, uns
 	if (t->built)
 		return -EINVAL;
 	struct part *part = &t->parts[id];
-	if (part->nentries == part->cap) {
-		size_t cap = part->cap ? part->cap * 2 : 16;
-		uint32_t *e = realloc(part->entries, cap * sizeof(*e));
-		if (e == NULL)
-			return -ENOMEM;
-		part->entries = e;
-		part->cap = cap;
-	}
+	if (vec_grow(&part->entries, &part->cap, part->nentries + 1, sizeof(*part->entries), UINT32_MAX) != 0)
+		return -ENOMEM;
 	size_t index = lpm_count(t->lpm);
 	uint32_t existing;
 	int rc = lpm_insert(t->lpm, p, id, &existing);
