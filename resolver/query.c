@@ -246,14 +246,26 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 	counter_inc(&x->pctr[who.part].queries);
 
 	/* route: an EDNS domain of a real partition goes per partition */
-	struct route rt = { .part = who.part, .echo = who.echo };
+	struct route rt; /* fields set one by one: an initializer would zero the key buffer on every query */
+	rt.part = who.part;
+	rt.echo = who.echo;
 	if (who.echo)
 		rt.echo_ecs = who.echo_ecs;
 	route_decide(&rt, c, x->snap->domains, &q, who.family);
 
 	/* cache */
-	struct hit_ctx h = { .q = &q, .echo = rt.echo ? &rt.echo_ecs : NULL, .out = out, .cap = limit,
-	                     .now = clock_sec(), .partitioned = rt.part != PARTITION_COMMON && rt.rule == NULL };
+	struct hit_ctx h; /* set field by field: an initializer would zero the target buffer on every query */
+	h.q = &q;
+	h.echo = rt.echo ? &rt.echo_ecs : NULL;
+	h.out = out;
+	h.cap = limit;
+	h.now = clock_sec();
+	h.len = 0;
+	h.partitioned = rt.part != PARTITION_COMMON && rt.rule == NULL;
+	h.chain = false;
+	h.target_len = 0;
+	h.prefix = NULL;
+	h.prefix_len = 0;
 	if (cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h) >= 0) {
 		if (h.chain && mapping_ecs(c->partitions.mapping, rt.part, who.family, &rt.mapped) != 0) {
 			/* no identity to send: answer from the common entry */
