@@ -19,6 +19,7 @@ for m in "${MODULES[@]}"; do
   tmp=$(mktemp -d)
   for o in "$objdir"/*.o; do
     f=$(basename "$o" .c.o)
+    [ -f "$SRC/$m/$f.c" ] || continue  # a stale object of a removed source
     nm --defined-only -g "$o" | awk '$2 ~ /[TDBRC]/ {print $3}' | sort -u > "$tmp/$f.def"
     nm -u "$o" | awk '{print $NF}' | sort -u > "$tmp/$f.use"
   done
