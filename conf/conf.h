@@ -70,6 +70,7 @@ struct conf {
 		uint32_t min_ttl;
 		uint32_t max_ttl;
 		uint32_t max_negative_ttl;
+		uint32_t failure_ttl;     /* seconds a resolution failure is remembered (RFC 9520); 0 = never */
 	} cache;
 
 	struct {

@@ -121,6 +121,9 @@ static const struct sitem cache_items[] = {
 	  .max = TTL_MAX, .def = "86400" },
 	{ .name = "max_negative_ttl", .type = ST_UINT, FLD(CS, conf.cache.max_negative_ttl),
 	  .max = TTL_MAX, .def = "3600" },
+	/* RFC 9520 §3.2: failures are cached at least 1 s and at most 5 min */
+	{ .name = "failure_ttl", .type = ST_UINT, FLD(CS, conf.cache.failure_ttl),
+	  .max = 300, .def = "5" },
 	{ .name = NULL },
 };
 

@@ -203,7 +203,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c)
 		log_err("cannot create the cache (cache.max_bytes %llu)", (unsigned long long)c->cache.max_bytes);
 		goto fail;
 	}
-	d->inflight = inflight_new(d->cache);
+	d->inflight = inflight_new(d->cache, &d->snapshots);
 	d->normal = resolve_normal_new(c, d->stop_fd);
 	d->edns = resolve_edns_new(c, d->stop_fd);
 	if (d->inflight == NULL || d->normal == NULL || d->edns == NULL)

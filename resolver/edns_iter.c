@@ -3,6 +3,8 @@
 #include "resolver/edns_iter.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 void edns_servers_add(struct edns_servers *s, int family, const uint8_t *addr, uint16_t port)
@@ -31,20 +33,24 @@ int edns_servers_take_ns(struct edns_servers *s, const uint8_t *msg, size_t len,
 	struct wire_iter it;
 	struct wire_rr rr;
 	s->nns = 0;
+	s->ns_ttl = UINT32_MAX;
 	if (wire_iter_init(&it, msg, len) != 0)
 		return 0;
 	while (s->nns < EDNS_MAX_NSNAMES && wire_iter_next(&it, &rr) == 1) {
 		if (rr.section != section || rr.type != WIRE_TYPE_NS ||
 		    !wire_name_equal(rr.owner, rr.owner_len, zone, zone_len))
 			continue;
-		if (wire_rdata_name(&it, &rr, 0, s->nsname[s->nns], &s->nsname_len[s->nns]) == 0)
+		if (wire_rdata_name(&it, &rr, 0, s->nsname[s->nns], &s->nsname_len[s->nns]) == 0) {
 			s->nns++;
+			if (rr.ttl < s->ns_ttl)
+				s->ns_ttl = rr.ttl & 0x80000000u ? 0 : rr.ttl; /* RFC 2181 §8 */
+		}
 	}
 	return s->nns;
 }
 
 void edns_servers_take_addrs(struct edns_servers *s, const uint8_t *msg, size_t len, enum wire_section section,
-                             bool any_owner)
+                             bool any_owner, const uint8_t *bailiwick, size_t bailiwick_len)
 {
 	struct wire_iter it;
 	struct wire_rr rr;
@@ -56,7 +62,7 @@ void edns_servers_take_addrs(struct edns_servers *s, const uint8_t *msg, size_t 
 		bool is_ns = any_owner;
 		for (int k = 0; k < s->nns && !is_ns; k++)
 			is_ns = wire_name_equal(rr.owner, rr.owner_len, s->nsname[k], s->nsname_len[k]);
-		if (!is_ns)
+		if (!is_ns || (bailiwick && !wire_name_in_zone(rr.owner, rr.owner_len, bailiwick, bailiwick_len)))
 			continue;
 		if (rr.type == WIRE_TYPE_A && rr.rdlen == 4)
 			edns_servers_add(s, AF_INET, msg + rr.rdata, 53);
@@ -127,7 +133,7 @@ static bool find_referral(const struct edns_hop *hop, const uint8_t *msg, size_t
 	return false;
 }
 
-void edns_iter_response(const struct edns_hop *hop, const uint8_t *msg, size_t len, struct edns_verdict *v)
+int edns_iter_response(const struct edns_hop *hop, const uint8_t *msg, size_t len, struct edns_verdict *v)
 {
 	memset(v, 0, sizeof(*v));
 	struct wire_resp_info info;
@@ -136,34 +142,57 @@ void edns_iter_response(const struct edns_hop *hop, const uint8_t *msg, size_t l
 	if (rc == WIRE_E_MISMATCH) {
 		/* not ours (or a wrong ECS): over UDP keep waiting; over TCP the stream is ours alone */
 		v->mismatch = true;
+		v->bad = EDNS_BAD_MISMATCH;
 		v->step = hop->tcp ? EDNS_STEP_NEXT_SERVER : EDNS_STEP_IGNORE;
 		v->why = "mismatched response over TCP";
-		return;
+		return 0;
 	}
 	if (rc != 0) {
 		v->step = EDNS_STEP_NEXT_SERVER;
+		v->bad = EDNS_BAD_MALFORMED;
 		v->why = "malformed response";
-		return;
+		return 0;
 	}
-	if (info.tc && !hop->tcp) {
-		v->step = EDNS_STEP_TCP;
-		return;
+	if (info.tc) {
+		/* truncated over UDP: ask again over TCP; over TCP there is nothing more to get */
+		v->step = hop->tcp ? EDNS_STEP_NEXT_SERVER : EDNS_STEP_TCP;
+		v->bad = hop->tcp ? EDNS_BAD_TRUNCATED : EDNS_BAD_NONE;
+		v->why = "truncated over TCP";
+		return 0;
 	}
 	if (info.rcode != WIRE_RCODE_NOERROR && info.rcode != WIRE_RCODE_NXDOMAIN) {
 		v->step = EDNS_STEP_NEXT_SERVER;
+		v->bad = EDNS_BAD_RCODE;
 		v->why = "server error rcode";
-		return;
+		return 0;
 	}
 	if (!hop->forward && info.rcode == WIRE_RCODE_NOERROR && info.ancount == 0 && !info.aa && info.nscount > 0 &&
 	    find_referral(hop, msg, len, v)) {
 		v->step = EDNS_STEP_REFERRAL;
-		return;
+		return 0;
 	}
-	int ct = wire_cname_target(msg, len, hop->name, hop->name_len, hop->qtype, v->target, &v->target_len);
+	static const uint8_t root[1] = { 0 };
+	struct wire_scrub policy = { .qname = hop->name, .qname_len = hop->name_len, .qtype = hop->qtype,
+	                             .zone = hop->forward ? root : hop->zone,
+	                             .zone_len = hop->forward ? 1 : hop->zone_len, .forwarder = hop->forward };
+	rc = wire_scrub(msg, len, &policy, &v->msg, &v->msg_len, &v->scrubbed);
+	int ct = rc == 0 ? wire_cname_target(v->msg, v->msg_len, hop->name, hop->name_len, hop->qtype, v->target,
+	                                     &v->target_len)
+	                 : rc;
 	if (ct < 0) {
+		edns_verdict_clear(v);
 		v->step = EDNS_STEP_NEXT_SERVER;
-		v->why = "malformed answer";
-		return;
+		v->bad = EDNS_BAD_MALFORMED;
+		v->why = rc == -ENOMEM ? "out of memory" : "malformed answer (or a CNAME loop)";
+		return rc == -ENOMEM ? -ENOMEM : 0;
 	}
 	v->step = ct == 1 ? EDNS_STEP_CNAME : EDNS_STEP_DONE;
+	return 0;
+}
+
+void edns_verdict_clear(struct edns_verdict *v)
+{
+	free(v->msg);
+	v->msg = NULL;
+	v->msg_len = 0;
 }

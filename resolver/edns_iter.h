@@ -28,6 +28,7 @@ struct edns_servers {
 	uint8_t nsname[EDNS_MAX_NSNAMES][WIRE_MAX_NAME];
 	size_t nsname_len[EDNS_MAX_NSNAMES];
 	int nns;
+	uint32_t ns_ttl;   /* the smallest TTL of the NS records taken (how long the cut may be cached) */
 };
 
 /** Add an address (family AF_INET: 4 bytes, AF_INET6: 16) with port, while there is room. */
@@ -40,9 +41,13 @@ void edns_servers_add(struct edns_servers *s, int family, const uint8_t *addr, u
 int edns_servers_take_ns(struct edns_servers *s, const uint8_t *msg, size_t len, enum wire_section section,
                          const uint8_t *zone, size_t zone_len);
 
-/** A/AAAA records of section owned by one of s's NS names (glue), or by any name when any_owner. */
+/**
+ * A/AAAA records of section owned by one of s's NS names (glue), or by any
+ * name when any_owner; with bailiwick, only owners inside that zone (glue
+ * of a referral: only what the zone being iterated may speak for).
+ */
 void edns_servers_take_addrs(struct edns_servers *s, const uint8_t *msg, size_t len, enum wire_section section,
-                             bool any_owner);
+                             bool any_owner, const uint8_t *bailiwick, size_t bailiwick_len);
 
 /* What the answer to an SOA lookup of zname says about the zone cut. */
 enum edns_cut { EDNS_CUT_FOUND, EDNS_CUT_PARENT, EDNS_CUT_NONE };
@@ -75,13 +80,17 @@ enum edns_step {
 	EDNS_STEP_NEXT_SERVER, /* unusable: ask the next server (why says what was wrong) */
 	EDNS_STEP_TCP,         /* truncated: ask the same server over TCP */
 	EDNS_STEP_REFERRAL,    /* a delegation below zone: cut is the new zone (servers in the message) */
-	EDNS_STEP_CNAME,       /* the answer is a CNAME to target: splice it and ask for target */
-	EDNS_STEP_DONE,        /* the final answer (positive or negative) */
+	EDNS_STEP_CNAME,       /* the (scrubbed) answer is a CNAME to target: splice it and ask for target */
+	EDNS_STEP_DONE,        /* the final (scrubbed) answer, positive or negative */
 };
 
 struct edns_verdict {
 	enum edns_step step;
 	const char *why;                  /* NEXT_SERVER: a static phrase */
+	enum { EDNS_BAD_NONE, EDNS_BAD_MISMATCH, EDNS_BAD_MALFORMED, EDNS_BAD_RCODE, EDNS_BAD_TRUNCATED } bad;
+	uint8_t *msg;                     /* CNAME, DONE: the scrubbed message (malloc'd; edns_verdict_clear) */
+	size_t msg_len;
+	unsigned scrubbed;                /* CNAME, DONE: records the scrubber removed */
 	bool mismatch;                    /* IGNORE or NEXT_SERVER because it did not answer our query */
 	uint8_t target[WIRE_MAX_NAME];    /* CNAME: lower case */
 	size_t target_len;
@@ -89,5 +98,14 @@ struct edns_verdict {
 	size_t cut_len;
 };
 
-/** Decide what msg (an upstream response to hop) means. */
-void edns_iter_response(const struct edns_hop *hop, const uint8_t *msg, size_t len, struct edns_verdict *v);
+/**
+ * Decide what msg (an upstream response to hop) means. An answer is scrubbed
+ * (wire_scrub: the zone's servers speak only for the zone, a forwarder only
+ * for the question's chain) before its CNAME target is read, so a record a
+ * server may not give is never followed nor passed on.
+ * @return -ENOMEM (v->step NEXT_SERVER) or 0.
+ */
+int edns_iter_response(const struct edns_hop *hop, const uint8_t *msg, size_t len, struct edns_verdict *v);
+
+/** Free what a verdict holds. */
+void edns_verdict_clear(struct edns_verdict *v);

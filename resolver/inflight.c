@@ -20,16 +20,18 @@ struct inflight_shard {
 
 struct inflight {
 	struct cache *cache;
+	struct snapshot_slot *slot;
 	struct hash_key key;  /* keys are query names: a random hash key */
 	struct inflight_shard shards[INFLIGHT_SHARDS];
 };
 
-struct inflight *inflight_new(struct cache *cache)
+struct inflight *inflight_new(struct cache *cache, struct snapshot_slot *slot)
 {
 	struct inflight *t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
 	t->cache = cache;
+	t->slot = slot;
 	hash_key_random(&t->key);
 	for (int i = 0; i < INFLIGHT_SHARDS; i++)
 		pthread_mutex_init(&t->shards[i].lock, NULL);
@@ -132,11 +134,34 @@ static void job_finish(struct job *job, struct result *r)
 	free(job);
 }
 
-void inflight_fail(struct job *job, int rcode)
+/* May an outcome of job be cached now? Not when a reload gave its partition id another meaning. */
+static bool still_valid(const struct job *job)
+{
+	if (job->partition == PARTITION_COMMON)
+		return true;
+	struct snapshot *cur = snapshot_get(job->table->slot);
+	bool same = cur == job->snap || route_partition_same(job->snap->conf, cur->conf, job->partition);
+	snapshot_release(cur);
+	return same;
+}
+
+void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool remember)
 {
 	struct result *r = calloc(1, sizeof(*r));
-	if (r)
+	if (r) {
 		r->rcode = rcode;
+		if (ede) {
+			r->has_ede = true;
+			r->ede = *ede;
+		}
+	}
+	if (remember && job->failure_ttl > 0 && still_valid(job)) {
+		uint8_t val[512];
+		if (route_value_failure_size(ede) <= sizeof(val)) {
+			size_t n = route_value_write_failure(val, rcode, ede);
+			cache_insert(job->table->cache, job->key, job->klen, val, n, clock_sec(), job->failure_ttl);
+		}
+	}
 	job_finish(job, r);
 }
 
@@ -159,13 +184,14 @@ void inflight_done(struct job *job, const uint8_t *resp, size_t len)
 	size_t blob_len = 0;
 	uint32_t ttl = 0;
 	if (wire_answer_prepare(resp, len, &job->lim, &blob, &blob_len, &ttl) != 0) {
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		static const struct wire_ede bad = { WIRE_EDE_INVALID_DATA, "malformed upstream answer" };
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, &bad, true);
 		return;
 	}
 	struct result *r = calloc(1, sizeof(*r));
 	if (r == NULL) {
 		free(blob);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 		return;
 	}
 	r->rcode = -1;
@@ -178,7 +204,7 @@ void inflight_done(struct job *job, const uint8_t *resp, size_t len)
 		r->prefix = NULL;
 		r->prefix_len = 0;
 	}
-	if (ttl > 0)
+	if (ttl > 0 && still_valid(job))
 		cache_answer(job, r, ttl);
 	job_finish(job, r);
 }

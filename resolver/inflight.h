@@ -10,8 +10,14 @@
 
 struct inflight;
 
-/** A table whose completed jobs are inserted into cache. @return NULL on ENOMEM. */
-struct inflight *inflight_new(struct cache *cache);
+/**
+ * A table whose completed jobs are inserted into cache. A partition's
+ * answer is inserted only while the current snapshot of slot still gives
+ * that partition id the same meaning as the job's snapshot did (a reload
+ * may renumber partitions while jobs are in flight).
+ * @return NULL on ENOMEM.
+ */
+struct inflight *inflight_new(struct cache *cache, struct snapshot_slot *slot);
 
 /** Free the table. Every job must have ended. */
 void inflight_free(struct inflight *t);
@@ -34,5 +40,10 @@ int inflight_join(struct inflight *t, const uint8_t *key, size_t klen, struct sn
  */
 void inflight_done(struct job *job, const uint8_t *resp, size_t len);
 
-/** A pool ends a job without an answer: every waiter gets rcode. The job is freed. */
-void inflight_fail(struct job *job, int rcode);
+/**
+ * A pool ends a job without an answer: every waiter gets rcode, with ede
+ * (NULL: none) for clients that sent EDNS. With remember, a resolution
+ * failure (not an overload or a shutdown), the outcome is cached for the
+ * job's failure_ttl (RFC 9520) under the job's key. The job is freed.
+ */
+void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool remember);

@@ -22,6 +22,8 @@ struct inflight;
 struct result {
 	atomic_int refs;
 	int rcode;       /* >= 0: reply with this error rcode; -1: reply from blob */
+	bool has_ede;    /* the error's Extended DNS Error (RFC 8914) */
+	struct wire_ede ede; /* text static */
 	uint8_t *blob;   /* wire_answer_prepare's blob */
 	size_t blob_len;
 	/* a normal answer whose CNAME chain enters an EDNS domain: partitioned
@@ -73,6 +75,7 @@ struct job {
 	uint8_t *prefix;          /* ...and splice after this message (owned) */
 	size_t prefix_len;
 	unsigned timeout_ms;
+	uint32_t failure_ttl;     /* cache.failure_ttl of the job's snapshot */
 	struct wire_limits lim;
 	uint64_t start_ns;
 	struct waiter *waiters;   /* protected by the in-flight shard lock */

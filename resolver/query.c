@@ -37,10 +37,10 @@ static void count_reply(struct query_ctx *x, const uint8_t *out)
 
 /* An error reply (counted). @return its length, 0 when it cannot be written. */
 static int reply_error(struct query_ctx *x, const struct wire_query *q, int rcode, const struct ecs *echo,
-                       uint8_t *out, size_t limit)
+                       const struct wire_ede *ede, uint8_t *out, size_t limit)
 {
 	count_rcode(x, rcode);
-	int n = wire_write_error(q, rcode, echo, out, limit);
+	int n = wire_write_error(q, rcode, echo, ede, out, limit);
 	return n > 0 ? n : 0;
 }
 
@@ -65,25 +65,27 @@ struct hit_ctx {
 static int hit_write(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg)
 {
 	struct hit_ctx *h = arg;
-	const uint8_t *blob, *target, *prefix;
-	size_t blob_len, target_len, prefix_len;
-	int c = route_value_parse(val, vlen, &blob, &blob_len, &target, &target_len, &prefix, &prefix_len);
-	if (c < 0)
+	struct route_value v;
+	if (route_value_parse(val, vlen, &v) != 0)
 		return -EINVAL;
-	if (c == 1 && h->partitioned) {
+	if (v.failure) { /* a remembered failure (RFC 9520) */
+		h->len = wire_write_error(h->q, v.rcode, h->echo, &v.ede, h->out, h->cap);
+		return 0;
+	}
+	if (v.chain && h->partitioned) {
 		/* a partitioned client continues through the EDNS pool */
-		h->prefix = malloc(prefix_len);
+		h->prefix = malloc(v.prefix_len);
 		if (h->prefix == NULL)
 			return -ENOMEM;
-		memcpy(h->prefix, prefix, prefix_len);
-		h->prefix_len = prefix_len;
-		memcpy(h->target, target, target_len);
-		h->target_len = target_len;
+		memcpy(h->prefix, v.prefix, v.prefix_len);
+		h->prefix_len = v.prefix_len;
+		memcpy(h->target, v.target, v.target_len);
+		h->target_len = v.target_len;
 		h->chain = true;
 		return 0;
 	}
 	uint32_t age = h->now > stored_at ? h->now - stored_at : 0;
-	h->len = wire_answer_write(h->q, NULL, blob, blob_len, age, h->echo, h->out, h->cap);
+	h->len = wire_answer_write(h->q, NULL, v.blob, v.blob_len, age, h->echo, h->out, h->cap);
 	return 0;
 }
 
@@ -105,12 +107,15 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 	job->qname_len = q->qname_len;
 	job->qtype = q->qtype;
 	job->qclass = q->qclass;
-	job->do_bit = q->edns_do;
+	/* DO upstream whatever the client said: one cache entry serves DO and
+	 * non-DO clients, the DNSSEC records stripped for the latter at reply time */
+	job->do_bit = true;
 	job->cd_bit = (q->flags & WIRE_FLAG_CD) != 0;
 	job->partition = rt->rule ? rt->part : PARTITION_COMMON;
 	job->lim = (struct wire_limits){ .min_ttl = c->cache.min_ttl, .max_ttl = c->cache.max_ttl,
 	                                 .max_negative_ttl = c->cache.max_negative_ttl, .nosoa_ttl = 0 };
 	job->timeout_ms = c->edns.timeout_ms;
+	job->failure_ttl = c->cache.failure_ttl;
 	if (rt->rule == NULL)
 		return;
 	job->edns = true;
@@ -118,7 +123,8 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 	job->rule = *rt->rule;
 	if (job->rule.nforward == 0) { /* the domain's own targets, else edns.forward */
 		job->rule.nforward = c->edns.nforward < STORE_MAX_FORWARD ? c->edns.nforward : STORE_MAX_FORWARD;
-		memcpy(job->rule.forward, c->edns.forward, job->rule.nforward * sizeof(job->rule.forward[0]));
+		if (job->rule.nforward > 0)
+			memcpy(job->rule.forward, c->edns.forward, job->rule.nforward * sizeof(job->rule.forward[0]));
 	}
 }
 
@@ -132,10 +138,16 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
                       size_t prefix_len, uint8_t *out, size_t limit)
 {
 	counter_inc(&x->ctr->misses);
+	if (!(q->flags & WIRE_FLAG_RD)) {
+		/* RD=0: answered from the cache only, as Unbound's allow_snoop does */
+		static const struct wire_ede not_cached = { WIRE_EDE_NOT_AUTHORITATIVE, "not in cache (RD=0)" };
+		free(prefix);
+		return reply_error(x, q, WIRE_RCODE_REFUSED, rt->echo ? &rt->echo_ecs : NULL, &not_cached, out, limit);
+	}
 	struct waiter *wt = calloc(1, sizeof(*wt));
 	if (wt == NULL) {
 		free(prefix);
-		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, out, limit);
+		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit);
 	}
 	wt->reply_q = x->replies;
 	wt->tcp = cl->tcp;
@@ -238,11 +250,18 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 	if (error_rcode < 0 && q.qclass != WIRE_CLASS_IN)
 		error_rcode = WIRE_RCODE_REFUSED;
 	if (error_rcode >= 0)
-		return reply_error(x, &q, error_rcode, NULL, out, limit);
+		return reply_error(x, &q, error_rcode, NULL, NULL, out, limit);
+
+	/* ANY: one synthesized RRset, never a resolution (RFC 8482) */
+	if (q.qtype == WIRE_TYPE_ANY) {
+		int n = wire_write_any(&q, NULL, out, limit);
+		count_rcode(x, WIRE_RCODE_NOERROR);
+		return n > 0 ? n : 0;
+	}
 
 	/* classify: the source address, or a trusted frontend's ECS */
 	if (classify_client(c, &q, &who) != 0)
-		return reply_error(x, &q, WIRE_RCODE_REFUSED, NULL, out, limit);
+		return reply_error(x, &q, WIRE_RCODE_REFUSED, NULL, NULL, out, limit);
 	counter_inc(&x->pctr[who.part].queries);
 
 	/* route: an EDNS domain of a real partition goes per partition */
@@ -328,10 +347,11 @@ int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, siz
 	}
 	const struct ecs *echo = wt->echo ? &wt->echo_ecs : NULL;
 	if (r == NULL || r->rcode >= 0)
-		return reply_error(x, &wt->q, r ? r->rcode : WIRE_RCODE_SERVFAIL, echo, out, limit);
+		return reply_error(x, &wt->q, r ? r->rcode : WIRE_RCODE_SERVFAIL, echo, r && r->has_ede ? &r->ede : NULL,
+		                   out, limit);
 	int len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
 	if (len <= 0)
-		return reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, out, limit);
+		return reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, NULL, out, limit);
 	count_reply(x, out);
 	return len;
 }

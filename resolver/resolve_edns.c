@@ -31,9 +31,24 @@
 #define MAX_REFERRALS 6   /* referrals followed below the zone libunbound gave */
 #define MAX_TRIES 4       /* upstream attempts per hop */
 #define ZCACHE_SLOTS 1024
-#define ZCACHE_TTL_NS (60ull * 1000000000ull)
+#define ZCACHE_MIN_TTL 5      /* seconds: a cut is kept for its NS TTL within these bounds */
+#define ZCACHE_MAX_TTL 86400
 
-enum est { E_SOA, E_NS, E_ADDR, E_QUERY };
+/* What a client that sent EDNS is told when a resolution fails (RFC 8914). */
+static const struct wire_ede EDE_UNREACHABLE = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no authority answered" };
+static const struct wire_ede EDE_ERRORS = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "authorities answered with errors" };
+static const struct wire_ede EDE_NETWORK = { WIRE_EDE_NETWORK_ERROR, "network error" };
+static const struct wire_ede EDE_INVALID = { WIRE_EDE_INVALID_DATA, "malformed answer" };
+static const struct wire_ede EDE_MISMATCH = { WIRE_EDE_INVALID_DATA, "answers did not match the query" };
+static const struct wire_ede EDE_TRUNCATED = { WIRE_EDE_INVALID_DATA, "truncated over TCP" };
+static const struct wire_ede EDE_CHAIN = { WIRE_EDE_OTHER, "CNAME chain too long" };
+static const struct wire_ede EDE_NO_ZONE = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "zone servers not found" };
+static const struct wire_ede EDE_NO_TARGETS = { WIRE_EDE_OTHER, "no forward targets" };
+static const struct wire_ede EDE_SLOW = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "resolution timed out" };
+
+/* Where a resolution is: finding the zone cut (SOA, NS, addresses), waiting
+ * for another resolution's cut discovery, or asking the zone's servers. */
+enum est { E_SOA, E_NS, E_ADDR, E_WAIT, E_QUERY };
 enum eev_kind { EEV_JOBS, EEV_UB, EEV_STOP, EEV_SOCK };
 
 struct eev {
@@ -41,8 +56,9 @@ struct eev {
 	struct eres *r;
 };
 
+/* A zone cut: the zone's name and its servers' addresses. */
 struct zentry {
-	uint8_t name[WIRE_MAX_NAME];
+	uint8_t name[WIRE_MAX_NAME];  /* the zone, lower case */
 	size_t name_len;
 	uint64_t expires_ns;
 	int naddr;
@@ -84,6 +100,10 @@ struct eres {
 	uint8_t *acc;                /* responses of earlier hops, spliced */
 	size_t acc_len;
 	int hops, referrals;
+	bool mismatched;             /* a response did not match the query (ID, question, ECS) */
+	bool wake;                   /* E_WAIT: a cut discovery ended, look again */
+	uint8_t bound[WIRE_MAX_NAME]; /* the highest zone the cut of this hop may be taken from */
+	size_t bound_len;             /* a response did not match the query (ID, question, ECS) */
 	enum est st;
 	uint8_t zname[WIRE_MAX_NAME]; /* name whose SOA is asked */
 	size_t zname_len;
@@ -108,6 +128,7 @@ struct eres {
 
 static void eres_query(struct eres *r);
 static void eres_start_hop(struct eres *r);
+static void wake_waiters(struct eres *r);
 
 /* ---- helpers ---- */
 
@@ -135,6 +156,8 @@ static void close_sock(struct eres *r)
 static void eres_free(struct eres *r)
 {
 	struct ethread *t = r->t;
+	if (r->st == E_SOA || r->st == E_NS || r->st == E_ADDR)
+		wake_waiters(r); /* a failed discovery: the waiters try their own */
 	close_sock(r);
 	if (r->prev)
 		r->prev->next = r->next;
@@ -147,7 +170,12 @@ static void eres_free(struct eres *r)
 	atomic_fetch_sub(&t->pool->inflight, 1);
 }
 
-static void eres_fail(struct eres *r, const char *why)
+/*
+ * End r with SERVFAIL. ede says why to clients (and the failure is
+ * remembered for cache.failure_ttl); NULL for our own trouble (memory,
+ * shutdown), which is neither told nor remembered.
+ */
+static void eres_fail(struct eres *r, const struct wire_ede *ede, const char *why)
 {
 	char name[512] = "?";
 	wire_name_to_text(r->job->qname, r->job->qname_len, name, sizeof(name));
@@ -155,7 +183,7 @@ static void eres_fail(struct eres *r, const char *why)
 	counter_inc(&r->t->ctr.upstream_errors);
 	struct job *job = r->job;
 	eres_free(r);
-	inflight_fail(job, WIRE_RCODE_SERVFAIL);
+	inflight_fail(job, WIRE_RCODE_SERVFAIL, ede, ede != NULL);
 }
 
 /* Add a hop's response to the chain so far (the first one is copied as is). @return 0 or -1 (r failed). */
@@ -166,13 +194,13 @@ static int acc_append(struct eres *r, const uint8_t *resp, size_t len)
 	if (r->acc == NULL) {
 		out = malloc(len);
 		if (out == NULL) {
-			eres_fail(r, "out of memory");
+			eres_fail(r, NULL, "out of memory");
 			return -1;
 		}
 		memcpy(out, resp, len);
 		out_len = len;
 	} else if (wire_splice(r->acc, r->acc_len, resp, len, &out, &out_len) != 0) {
-		eres_fail(r, "cannot splice the CNAME chain");
+		eres_fail(r, &EDE_INVALID, "cannot splice the CNAME chain");
 		return -1;
 	}
 	free(r->acc);
@@ -205,25 +233,91 @@ static struct zentry *zcache_slot(struct ethread *t, const uint8_t *name, size_t
 	return &t->zcache[hash_bytes(&t->pool->key, name, len) % ZCACHE_SLOTS];
 }
 
-static bool zcache_get(struct eres *r)
+/*
+ * The highest zone whose servers may be asked for r's hop name without
+ * knowing its cut: for a name inside a --subtree rule, the rule's name (the
+ * operator flagged that whole subtree); else the name's parent. So a cut
+ * cached for a TLD is never used for a name below an unknown delegation,
+ * and ECS never goes above the zones on the flagged name's chain.
+ */
+static void set_bound(struct eres *r)
 {
-	struct zentry *z = zcache_slot(r->t, r->name, r->name_len);
-	if (z->naddr == 0 || z->name_len != r->name_len || memcmp(z->name, r->name, r->name_len) != 0 ||
-	    clock_ns() > z->expires_ns)
-		return false;
-	r->sv.naddr = z->naddr;
-	memcpy(r->sv.addr, z->addr, sizeof(r->sv.addr));
-	return true;
+	uint8_t rule[WIRE_MAX_NAME];
+	int n = r->job->rule.subtree ? wire_name_from_text(r->job->rule.name, rule, sizeof(rule)) : -1;
+	if (n > 0 && wire_name_in_zone(r->name, r->name_len, rule, (size_t)n)) {
+		wire_name_lower(rule, (size_t)n, r->bound);
+		r->bound_len = (size_t)n;
+		return;
+	}
+	int off = wire_name_parent(r->name, r->name_len);
+	if (off < 0)
+		off = 0; /* the root */
+	memcpy(r->bound, r->name + off, r->name_len - (size_t)off);
+	r->bound_len = r->name_len - (size_t)off;
 }
 
-static void zcache_put(struct eres *r)
+/* The deepest cached cut at or above r's hop name, up to r->bound. */
+static bool zcache_get(struct eres *r)
 {
-	struct zentry *z = zcache_slot(r->t, r->name, r->name_len);
-	memcpy(z->name, r->name, r->name_len);
-	z->name_len = r->name_len;
+	uint8_t name[WIRE_MAX_NAME];
+	size_t len = r->name_len;
+	wire_name_lower(r->name, r->name_len, name);
+	const uint8_t *cur = name;
+	uint64_t now = clock_ns();
+	for (;;) {
+		struct zentry *z = zcache_slot(r->t, cur, len);
+		if (z->naddr > 0 && z->name_len == len && memcmp(z->name, cur, len) == 0 && now < z->expires_ns) {
+			memcpy(r->zone, cur, len);
+			r->zone_len = len;
+			r->sv.naddr = z->naddr;
+			memcpy(r->sv.addr, z->addr, sizeof(r->sv.addr));
+			return true;
+		}
+		if (wire_name_equal(cur, len, r->bound, r->bound_len))
+			return false;
+		int off = wire_name_parent(cur, len);
+		if (off <= 0)
+			return false;
+		cur += off;
+		len -= (size_t)off;
+	}
+}
+
+/* Remember the cut r found (zone and servers) for the NS TTL; wake who waited for it. */
+static void zcache_put(struct eres *r, uint32_t ttl)
+{
+	if (ttl < ZCACHE_MIN_TTL)
+		ttl = ZCACHE_MIN_TTL;
+	if (ttl > ZCACHE_MAX_TTL)
+		ttl = ZCACHE_MAX_TTL;
+	struct zentry *z = zcache_slot(r->t, r->zone, r->zone_len);
+	memcpy(z->name, r->zone, r->zone_len);
+	z->name_len = r->zone_len;
 	z->naddr = r->sv.naddr;
 	memcpy(z->addr, r->sv.addr, sizeof(z->addr));
-	z->expires_ns = clock_ns() + ZCACHE_TTL_NS;
+	z->expires_ns = clock_ns() + (uint64_t)ttl * 1000000000ull;
+}
+
+static bool discovering(const struct eres *r)
+{
+	return r->st == E_SOA || r->st == E_NS || r->st == E_ADDR;
+}
+
+/* The cut discovery of r ended (found or failed): resolutions waiting on the same bound look again. */
+static void wake_waiters(struct eres *r)
+{
+	for (struct eres *x = r->t->list; x; x = x->next)
+		if (x != r && x->st == E_WAIT && wire_name_equal(x->bound, x->bound_len, r->bound, r->bound_len))
+			x->wake = true;
+}
+
+/* Another resolution of this thread is finding a cut for the same bound: wait for it. */
+static bool discovery_running(const struct eres *r)
+{
+	for (const struct eres *x = r->t->list; x; x = x->next)
+		if (x != r && discovering(x) && wire_name_equal(x->bound, x->bound_len, r->bound, r->bound_len))
+			return true;
+	return false;
 }
 
 /* ---- libunbound lookups (zone cut, nameserver addresses) ---- */
@@ -234,13 +328,13 @@ static void ub_lookup(struct eres *r, const uint8_t *name, size_t len, uint16_t 
 {
 	char text[1024];
 	if (wire_name_to_text(name, len, text, sizeof(text)) < 0) {
-		eres_fail(r, "bad name");
+		eres_fail(r, &EDE_INVALID, "bad name");
 		return;
 	}
 	counter_inc(&r->t->ctr.ub_lookups);
 	int rc = ub_resolve_async(r->t->ctx, text, type, WIRE_CLASS_IN, r, ub_done, &r->ub_id);
 	if (rc != 0)
-		eres_fail(r, ub_strerror(rc));
+		eres_fail(r, NULL, ub_strerror(rc));
 	else
 		r->ub_busy = true;
 }
@@ -255,7 +349,7 @@ static void on_soa(struct eres *r, const uint8_t *msg, size_t len)
 	case EDNS_CUT_PARENT: {
 		int off = wire_name_parent(r->zname, r->zname_len);
 		if (off <= 0) {
-			eres_fail(r, "no zone found");
+			eres_fail(r, &EDE_NO_ZONE, "no zone found");
 			return;
 		}
 		memmove(r->zname, r->zname + off, r->zname_len - (size_t)off);
@@ -266,14 +360,14 @@ static void on_soa(struct eres *r, const uint8_t *msg, size_t len)
 	case EDNS_CUT_NONE:
 		break;
 	}
-	eres_fail(r, "no SOA for the zone cut");
+	eres_fail(r, &EDE_NO_ZONE, "no SOA for the zone cut");
 }
 
 /* Nameserver addresses without glue: A for each name, then AAAA for each. */
 static void next_nsaddr(struct eres *r)
 {
 	if (r->ns_i >= 2 * r->sv.nns) {
-		eres_fail(r, "no address for any nameserver");
+		eres_fail(r, &EDE_NO_ZONE, "no address for any nameserver");
 		return;
 	}
 	r->st = E_ADDR;
@@ -286,13 +380,14 @@ static void next_nsaddr(struct eres *r)
 static void on_ns(struct eres *r, const uint8_t *msg, size_t len)
 {
 	if (edns_servers_take_ns(&r->sv, msg, len, WIRE_SECTION_ANSWER, r->zone, r->zone_len) == 0) {
-		eres_fail(r, "zone has no NS records");
+		eres_fail(r, &EDE_NO_ZONE, "zone has no NS records");
 		return;
 	}
 	r->sv.naddr = 0;
-	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ADDITIONAL, false);
+	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ADDITIONAL, false, NULL, 0);
 	if (r->sv.naddr > 0) {
-		zcache_put(r);
+		zcache_put(r, r->sv.ns_ttl);
+		wake_waiters(r);
 		eres_query(r);
 		return;
 	}
@@ -302,13 +397,13 @@ static void on_ns(struct eres *r, const uint8_t *msg, size_t len)
 
 static void on_addr(struct eres *r, const uint8_t *msg, size_t len)
 {
-	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ANSWER, true);
+	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ANSWER, true, NULL, 0);
 	if (r->sv.naddr == 0) {
 		next_nsaddr(r);
 		return;
 	}
-	if (r->referrals == 0)
-		zcache_put(r);
+	zcache_put(r, r->sv.ns_ttl);
+	wake_waiters(r);
 	eres_query(r);
 }
 
@@ -323,15 +418,34 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 			next_nsaddr(r);
 			return;
 		}
-		eres_fail(r, err ? ub_strerror(err) : "zone-cut lookup failed");
+		eres_fail(r, &EDE_NO_ZONE, err ? ub_strerror(err) : "zone-cut lookup failed");
 		return;
 	}
 	const uint8_t *msg = res->answer_packet;
 	size_t len = (size_t)res->answer_len;
+	if (r->st == E_SOA && res->rcode == WIRE_RCODE_NXDOMAIN) {
+		/* The name does not exist, and the NXDOMAIN came from a zone above
+		 * it (a TLD, the root): never send ECS there; answer it as is. */
+		uint8_t *neg;
+		size_t neg_len;
+		if (wire_negative_answer(msg, len, r->name, r->name_len, r->job->qtype, r->job->qclass, &neg,
+		                         &neg_len) != 0) {
+			ub_resolve_free(res);
+			eres_fail(r, &EDE_INVALID, "cannot make the negative answer");
+			return;
+		}
+		ub_resolve_free(res);
+		wake_waiters(r);
+		r->st = E_QUERY;
+		eres_done(r, neg, neg_len);
+		free(neg);
+		return;
+	}
 	switch (r->st) {
 	case E_SOA: on_soa(r, msg, len); break;
 	case E_NS: on_ns(r, msg, len); break;
 	case E_ADDR: on_addr(r, msg, len); break;
+	case E_WAIT:
 	case E_QUERY: break;
 	}
 	ub_resolve_free(res);
@@ -369,13 +483,14 @@ static int open_upstream(struct eres *r, const struct sockaddr_storage *to, bool
 	return fd;
 }
 
-static void next_server(struct eres *r, const char *why)
+/* This server failed (ede: how, for the client if every server does): try the next one. */
+static void next_server(struct eres *r, const struct wire_ede *ede, const char *why)
 {
 	close_sock(r);
 	r->tcp = false;
 	r->cur++;
 	if (r->tries >= MAX_TRIES || r->cur >= r->sv.naddr * 2) {
-		eres_fail(r, why);
+		eres_fail(r, ede, why);
 		return;
 	}
 	eres_query(r);
@@ -386,7 +501,7 @@ static void eres_query(struct eres *r)
 	struct job *job = r->job;
 	r->st = E_QUERY;
 	if (r->sv.naddr == 0) {
-		eres_fail(r, "no servers");
+		eres_fail(r, &EDE_NO_ZONE, "no servers");
 		return;
 	}
 	r->tries++;
@@ -395,7 +510,7 @@ static void eres_query(struct eres *r)
 	int len = wire_query_build(r->id, r->forward, job->do_bit, r->name, r->name_len, job->qtype, job->qclass,
 	                           &job->ecs, r->q, sizeof(r->q));
 	if (len < 0) {
-		eres_fail(r, "cannot build the query");
+		eres_fail(r, &EDE_INVALID, "cannot build the query");
 		return;
 	}
 	r->qlen = (size_t)len;
@@ -410,34 +525,39 @@ static void eres_query(struct eres *r)
 	}
 	int fd = open_upstream(r, to, r->tcp);
 	if (fd < 0) {
-		next_server(r, strerror(-fd));
+		next_server(r, &EDE_NETWORK, strerror(-fd));
 		return;
 	}
 	r->fd = fd;
 	r->ev = (struct eev){ .kind = EEV_SOCK, .r = r };
 	struct epoll_event e = { .events = r->tcp ? EPOLLOUT : EPOLLIN, .data.ptr = &r->ev };
 	if (epoll_ctl(r->t->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
-		next_server(r, "epoll");
+		next_server(r, &EDE_NETWORK, "epoll");
 		return;
 	}
 	r->deadline_ns = clock_ns() + (uint64_t)job->timeout_ms * 1000000ull;
 	counter_inc(&r->t->ctr.upstream_queries);
 	if (!r->tcp && send(fd, r->q, r->qlen, 0) != (ssize_t)r->qlen)
-		next_server(r, "send failed");
+		next_server(r, &EDE_NETWORK, "send failed");
 }
 
 /* A referral to cut, read from resp: ask the child zone's servers. */
 static void follow_referral(struct eres *r, const uint8_t *cut, size_t cut_len, const uint8_t *resp, size_t len)
 {
+	/* glue only from inside the zone that referred us (the parent of cut) */
+	uint8_t parent[WIRE_MAX_NAME];
+	size_t parent_len = r->zone_len;
+	memcpy(parent, r->zone, r->zone_len);
 	memcpy(r->zone, cut, cut_len);
 	r->zone_len = cut_len;
 	edns_servers_take_ns(&r->sv, resp, len, WIRE_SECTION_AUTHORITY, r->zone, r->zone_len);
 	r->sv.naddr = 0;
 	r->cur = 0;
 	r->tries = 0;
-	edns_servers_take_addrs(&r->sv, resp, len, WIRE_SECTION_ADDITIONAL, false);
+	edns_servers_take_addrs(&r->sv, resp, len, WIRE_SECTION_ADDITIONAL, false, parent, parent_len);
 	close_sock(r);
 	if (r->sv.naddr > 0) {
+		zcache_put(r, r->sv.ns_ttl);
 		eres_query(r);
 	} else {
 		r->ns_i = 0;
@@ -452,15 +572,28 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 	                        .id = r->id, .qtype = job->qtype, .qclass = job->qclass, .ecs = &job->ecs,
 	                        .tcp = r->tcp, .forward = r->forward };
 	struct edns_verdict v;
-	edns_iter_response(&hop, resp, len, &v);
-	if (v.mismatch)
+	if (edns_iter_response(&hop, resp, len, &v) == -ENOMEM) {
+		eres_fail(r, NULL, "out of memory");
+		return;
+	}
+	if (v.mismatch) {
 		counter_inc(&r->t->ctr.upstream_mismatch);
+		r->mismatched = true;
+	}
+	if (v.scrubbed > 0)
+		log_debug("EDNS answer for partition %u: %u record(s) the server may not give dropped", job->partition,
+		          v.scrubbed);
 	switch (v.step) {
 	case EDNS_STEP_IGNORE:
 		return;
-	case EDNS_STEP_NEXT_SERVER:
-		next_server(r, v.why);
+	case EDNS_STEP_NEXT_SERVER: {
+		const struct wire_ede *ede = v.bad == EDNS_BAD_RCODE      ? &EDE_ERRORS
+		                             : v.bad == EDNS_BAD_TRUNCATED ? &EDE_TRUNCATED
+		                             : v.bad == EDNS_BAD_MISMATCH  ? &EDE_MISMATCH
+		                                                           : &EDE_INVALID;
+		next_server(r, ede, v.why);
 		return;
+	}
 	case EDNS_STEP_TCP:
 		close_sock(r);
 		r->tcp = true;
@@ -468,17 +601,24 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 		eres_query(r);
 		return;
 	case EDNS_STEP_REFERRAL:
-		if (++r->referrals <= MAX_REFERRALS) {
-			follow_referral(r, v.cut, v.cut_len, resp, len);
+		if (++r->referrals > MAX_REFERRALS) {
+			eres_fail(r, &EDE_NO_ZONE, "too many referrals");
 			return;
 		}
-		break; /* too deep: the referral is the answer (no data) */
+		follow_referral(r, v.cut, v.cut_len, resp, len);
+		return;
 	case EDNS_STEP_CNAME:
-		if (r->hops >= MAX_HOPS)
-			break;
-		/* splice this hop and resolve the target, with the same ECS */
-		if (acc_append(r, resp, len) != 0)
+		if (r->hops >= MAX_HOPS) {
+			edns_verdict_clear(&v);
+			eres_fail(r, &EDE_CHAIN, "CNAME chain too long");
 			return;
+		}
+		/* splice this hop and resolve the target, with the same ECS */
+		if (acc_append(r, v.msg, v.msg_len) != 0) {
+			edns_verdict_clear(&v);
+			return;
+		}
+		edns_verdict_clear(&v);
 		r->hops++;
 		close_sock(r);
 		memcpy(r->name, v.target, v.target_len);
@@ -488,7 +628,8 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 	case EDNS_STEP_DONE:
 		break;
 	}
-	eres_done(r, resp, len);
+	eres_done(r, v.msg, v.msg_len);
+	edns_verdict_clear(&v);
 }
 
 static void on_sock(struct eres *r, uint32_t events)
@@ -501,7 +642,7 @@ static void on_sock(struct eres *r, uint32_t events)
 			if (errno != EAGAIN && errno != EWOULDBLOCK) {
 				char why[128];
 				snprintf(why, sizeof(why), "receive error: %s", strerror(errno));
-				next_server(r, why); /* e.g. ICMP port unreachable */
+				next_server(r, &EDE_NETWORK, why); /* e.g. ICMP port unreachable */
 			}
 			return;
 		}
@@ -516,7 +657,7 @@ static void on_sock(struct eres *r, uint32_t events)
 		msg[1] = (uint8_t)r->qlen;
 		memcpy(msg + 2, r->q, r->qlen);
 		if (send(r->fd, msg, r->qlen + 2, MSG_NOSIGNAL) != (ssize_t)(r->qlen + 2)) {
-			next_server(r, "TCP connect/send failed");
+			next_server(r, &EDE_NETWORK, "TCP connect/send failed");
 			return;
 		}
 		r->tcp_sent = true;
@@ -527,13 +668,13 @@ static void on_sock(struct eres *r, uint32_t events)
 	if (r->tbuf == NULL) {
 		r->tbuf = malloc(65535 + 2);
 		if (r->tbuf == NULL) {
-			eres_fail(r, "out of memory");
+			eres_fail(r, NULL, "out of memory");
 			return;
 		}
 	}
 	ssize_t n = recv(r->fd, r->tbuf + r->tlen, 65537 - r->tlen, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-		next_server(r, "TCP connection closed");
+		next_server(r, &EDE_NETWORK, "TCP connection closed");
 		return;
 	}
 	if (n < 0)
@@ -563,14 +704,19 @@ static void eres_start_hop(struct eres *r)
 			r->sv.naddr++;
 		}
 		if (r->sv.naddr == 0) {
-			eres_fail(r, "policy forward without targets (edns.forward)");
+			eres_fail(r, &EDE_NO_TARGETS, "policy forward without targets (edns.forward)");
 			return;
 		}
 		eres_query(r);
 		return;
 	}
+	set_bound(r);
 	if (zcache_get(r)) {
 		eres_query(r);
+		return;
+	}
+	if (discovery_running(r)) {
+		r->st = E_WAIT; /* one discovery per cut: the GSLB sees one SOA/NS lookup per zone */
 		return;
 	}
 	r->sv.naddr = 0;
@@ -585,7 +731,7 @@ static void start_job(struct ethread *t, struct job *job)
 	struct eres *r = calloc(1, sizeof(*r));
 	if (r == NULL) {
 		atomic_fetch_sub(&t->pool->inflight, 1);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 		return;
 	}
 	r->t = t;
@@ -625,10 +771,10 @@ static void check_timeouts(struct ethread *t)
 				ub_cancel(t->ctx, r->ub_id);
 			r->ub_busy = false;
 			counter_inc(&t->ctr.upstream_timeouts);
-			eres_fail(r, "resolution took too long");
+			eres_fail(r, r->mismatched ? &EDE_MISMATCH : &EDE_SLOW, "resolution took too long");
 		} else if (r->st == E_QUERY && r->fd >= 0 && now > r->deadline_ns) {
 			counter_inc(&t->ctr.upstream_timeouts);
-			next_server(r, "timeout");
+			next_server(r, r->mismatched ? &EDE_MISMATCH : &EDE_UNREACHABLE, "timeout");
 		}
 		r = next;
 	}
@@ -665,6 +811,15 @@ static void *ethread_main(void *arg)
 			}
 		}
 		check_timeouts(t);
+		/* resolutions whose awaited cut discovery ended look again */
+		for (struct eres *r = t->list, *next; r; r = next) {
+			next = r->next;
+			if (r->st == E_WAIT && r->wake) {
+				r->wake = false;
+				eres_start_hop(r);
+				next = t->list; /* the list may have changed; woken ones are cleared */
+			}
+		}
 	}
 	return NULL;
 }
@@ -772,13 +927,13 @@ void resolve_edns_free(struct resolve_edns *p)
 		if (t->ctx)
 			ub_ctx_delete(t->ctx); /* cancels lookups: no callbacks after this */
 		while (t->list)
-			eres_fail(t->list, "shutting down");
+			eres_fail(t->list, NULL, "shutting down");
 		if (t->jobs.efd >= 0) {
 			struct mq_node *m = mq_take_all(&t->jobs);
 			while (m) {
 				struct job *job = (struct job *)m;
 				m = m->next;
-				inflight_fail(job, WIRE_RCODE_SERVFAIL);
+				inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 			}
 			mq_deinit(&t->jobs);
 		}

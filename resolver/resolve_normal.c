@@ -105,14 +105,20 @@ static void resolved(void *arg, int err, struct ub_result *res)
 	pending_unlink(pd);
 	free(pd);
 	atomic_fetch_sub(&p->inflight, 1);
-	if (err != 0 || res == NULL || res->answer_packet == NULL || res->answer_len < 12) {
+	/* libunbound says why only for DNSSEC: other failures are just failures */
+	static const struct wire_ede failed = { WIRE_EDE_OTHER, "resolution failed" };
+	static const struct wire_ede bogus = { WIRE_EDE_DNSSEC_BOGUS, "DNSSEC validation failed" };
+	if (err != 0 || res == NULL || res->answer_packet == NULL || res->answer_len < 12 ||
+	    res->rcode == WIRE_RCODE_SERVFAIL) {
 		if (err != 0)
 			log_debug("libunbound: %s", ub_strerror(err));
 		counter_inc(&p->ctr.upstream_errors);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, &failed, err == 0);
 	} else if (res->bogus && !job->cd_bit) {
-		log_debug("DNSSEC validation failed: %s", res->why_bogus ? res->why_bogus : "bogus");
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		char name[1024] = "?";
+		wire_name_to_text(job->qname, job->qname_len, name, sizeof(name));
+		log_info("DNSSEC validation of %s failed: %s", name, res->why_bogus ? res->why_bogus : "bogus");
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, &bogus, true);
 	} else {
 		uint8_t *pkt = res->answer_packet;
 		if (res->secure)
@@ -130,13 +136,13 @@ static void start_job(struct resolve_normal *p, struct job *job)
 	char name[1024];
 	if (wire_name_to_text(job->qname, job->qname_len, name, sizeof(name)) < 0) {
 		atomic_fetch_sub(&p->inflight, 1);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 		return;
 	}
 	struct pending *pd = calloc(1, sizeof(*pd));
 	if (pd == NULL) {
 		atomic_fetch_sub(&p->inflight, 1);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 		return;
 	}
 	pd->pool = p;
@@ -153,7 +159,7 @@ static void start_job(struct resolve_normal *p, struct job *job)
 		pending_unlink(pd);
 		free(pd);
 		atomic_fetch_sub(&p->inflight, 1);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 	}
 }
 
@@ -168,8 +174,9 @@ static void expire(struct resolve_normal *p)
 		ub_cancel(p->ctx, pd->async_id);
 		pending_unlink(pd);
 		atomic_fetch_sub(&p->inflight, 1);
+		static const struct wire_ede slow = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "resolution timed out" };
 		counter_inc(&p->ctr.upstream_timeouts);
-		inflight_fail(pd->job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(pd->job, WIRE_RCODE_SERVFAIL, &slow, true);
 		free(pd);
 	}
 }
@@ -230,7 +237,7 @@ void resolve_normal_free(struct resolve_normal *p)
 	while (p->head.next != &p->head) {
 		struct pending *pd = p->head.next;
 		pending_unlink(pd);
-		inflight_fail(pd->job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(pd->job, WIRE_RCODE_SERVFAIL, NULL, false);
 		free(pd);
 	}
 	if (p->jobs.efd >= 0) {
@@ -238,7 +245,7 @@ void resolve_normal_free(struct resolve_normal *p)
 		while (m) {
 			struct job *job = (struct job *)m;
 			m = m->next;
-			inflight_fail(job, WIRE_RCODE_SERVFAIL);
+			inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 		}
 		mq_deinit(&p->jobs);
 	}

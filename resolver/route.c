@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "mapping/mapping.h"
 #include "partition/partition.h"
@@ -29,7 +30,8 @@ unsigned route_key_partition(const uint8_t *key)
 
 void route_key_set(struct route *rt, const struct wire_query *q, unsigned key_part)
 {
-	uint8_t flags = (q->edns_do ? ROUTE_KEY_DO : 0) | ((q->flags & WIRE_FLAG_CD) ? ROUTE_KEY_CD : 0);
+	/* no DO: one entry serves DO and non-DO clients (wire_answer_write strips for the latter) */
+	uint8_t flags = (q->flags & WIRE_FLAG_CD) ? ROUTE_KEY_CD : 0;
 	rt->klen = route_key_build(rt->key, key_part, q->qtype, q->qclass, flags, q->qname_lc, q->qname_len);
 }
 
@@ -73,14 +75,43 @@ size_t route_value_write_header(uint8_t *out, const uint8_t *target, size_t targ
 	return o + prefix_len;
 }
 
-int route_value_parse(const uint8_t *val, size_t vlen, const uint8_t **blob, size_t *blob_len,
-                      const uint8_t **target, size_t *target_len, const uint8_t **prefix, size_t *prefix_len)
+size_t route_value_failure_size(const struct wire_ede *ede)
 {
+	return 1 + 2 + 2 + (ede && ede->text ? strlen(ede->text) : 0) + 1;
+}
+
+size_t route_value_write_failure(uint8_t *out, int rcode, const struct wire_ede *ede)
+{
+	size_t tl = ede && ede->text ? strlen(ede->text) : 0;
+	uint16_t code = ede ? ede->code : WIRE_EDE_OTHER;
+	out[0] = ROUTE_VALUE_FAILURE;
+	out[1] = (uint8_t)(rcode >> 8);
+	out[2] = (uint8_t)rcode;
+	out[3] = (uint8_t)(code >> 8);
+	out[4] = (uint8_t)code;
+	if (tl)
+		memcpy(out + 5, ede->text, tl);
+	out[5 + tl] = 0;
+	return 5 + tl + 1;
+}
+
+int route_value_parse(const uint8_t *val, size_t vlen, struct route_value *v)
+{
+	memset(v, 0, sizeof(*v));
 	if (vlen < 1)
 		return -EINVAL;
+	if (val[0] & ROUTE_VALUE_FAILURE) {
+		if (vlen < 6 || val[vlen - 1] != 0)
+			return -EINVAL;
+		v->failure = true;
+		v->rcode = (val[1] << 8) | val[2];
+		v->ede.code = (uint16_t)((val[3] << 8) | val[4]);
+		v->ede.text = (const char *)val + 5;
+		return 0;
+	}
 	if (!(val[0] & ROUTE_VALUE_CHAIN)) {
-		*blob = val + 1;
-		*blob_len = vlen - 1;
+		v->blob = val + 1;
+		v->blob_len = vlen - 1;
 		return 0;
 	}
 	size_t o = 1;
@@ -89,19 +120,39 @@ int route_value_parse(const uint8_t *val, size_t vlen, const uint8_t **blob, siz
 	size_t tl = val[o++];
 	if (o + tl + 2 > vlen)
 		return -EINVAL;
-	*target = val + o;
-	*target_len = tl;
+	v->target = val + o;
+	v->target_len = tl;
 	o += tl;
 	size_t pl = ((size_t)val[o] << 8) | val[o + 1];
 	o += 2;
 	if (o + pl > vlen)
 		return -EINVAL;
-	*prefix = val + o;
-	*prefix_len = pl;
+	v->prefix = val + o;
+	v->prefix_len = pl;
 	o += pl;
-	*blob = val + o;
-	*blob_len = vlen - o;
-	return 1;
+	v->blob = val + o;
+	v->blob_len = vlen - o;
+	v->chain = true;
+	return 0;
+}
+
+bool route_partition_same(const struct conf *a, const struct conf *b, unsigned id)
+{
+	if (id == PARTITION_COMMON)
+		return true;
+	const char *na = ptable_name(a->partitions.table, id), *nb = ptable_name(b->partitions.table, id);
+	if (na == NULL || nb == NULL || strcmp(na, nb) != 0)
+		return false;
+	static const int families[] = { AF_INET, AF_INET6 };
+	for (int i = 0; i < 2; i++) {
+		struct ecs ea, eb;
+		int ra = mapping_ecs(a->partitions.mapping, id, families[i], &ea);
+		int rb = mapping_ecs(b->partitions.mapping, id, families[i], &eb);
+		if (ra != rb || (ra == 0 && (ea.family != eb.family || ea.source != eb.source ||
+		                             memcmp(ea.addr, eb.addr, sizeof(ea.addr)) != 0)))
+			return false;
+	}
+	return true;
 }
 
 /* ---- normal answers whose chain enters an EDNS domain ---- */

@@ -12,11 +12,10 @@
 #include "resolver/domains.h"
 #include "resolver/wire.h"
 
-/* Cache key: partition(2) qtype(2) qclass(2) flags(1), then the lower-cased qname. */
+/* Cache key: partition(2) qtype(2) qclass(2) flags(1: CD), then the lower-cased qname. */
 #define ROUTE_KEY_HDR 7
 #define ROUTE_KEY_MAX (ROUTE_KEY_HDR + WIRE_MAX_NAME)
-#define ROUTE_KEY_DO 0x01
-#define ROUTE_KEY_CD 0x02
+#define ROUTE_KEY_CD 0x02 /* CD=1: the unvalidated answer (normal pool), apart */
 
 /* Where one query goes. */
 struct route {
@@ -50,11 +49,29 @@ void route_decide(struct route *rt, const struct conf *c, const struct domains *
                   int family);
 
 /*
- * Cache values are [flags][chain info][wire blob]. A chain value (flag
- * ROUTE_VALUE_CHAIN) is a normal answer whose CNAME chain enters an EDNS
- * domain: u8 target length, target, u16 prefix length, prefix message.
+ * Cache values are [flags][...]:
+ *   - an answer: flags 0, then the wire blob (wire_answer_prepare);
+ *   - a chain (ROUTE_VALUE_CHAIN), a normal answer whose CNAME chain enters
+ *     an EDNS domain: u8 target length, target, u16 prefix length, prefix
+ *     message, then the wire blob;
+ *   - a failure (ROUTE_VALUE_FAILURE, RFC 9520): u16 rcode, u16 EDE code,
+ *     EDE text with its NUL (an empty text is just the NUL).
  */
 #define ROUTE_VALUE_CHAIN 0x01
+#define ROUTE_VALUE_FAILURE 0x02
+
+/* A cache value, read in place (pointers into the value). */
+struct route_value {
+	const uint8_t *blob;          /* answer and chain */
+	size_t blob_len;
+	const uint8_t *target;        /* chain: where the EDNS pool continues */
+	size_t target_len;
+	const uint8_t *prefix;        /* chain: the CNAMEs up to target */
+	size_t prefix_len;
+	bool chain, failure;
+	int rcode;                    /* failure */
+	struct wire_ede ede;          /* failure; text points into the value, NUL-terminated */
+};
 
 /** Size of the value header: 1 without a chain, more with one (target_len > 0). */
 size_t route_value_header(size_t target_len, size_t prefix_len);
@@ -63,13 +80,21 @@ size_t route_value_header(size_t target_len, size_t prefix_len);
 size_t route_value_write_header(uint8_t *out, const uint8_t *target, size_t target_len, const uint8_t *prefix,
                                 size_t prefix_len);
 
+/** Size of a failure value with this EDE. */
+size_t route_value_failure_size(const struct wire_ede *ede);
+
+/** Write a failure value (route_value_failure_size bytes). @return bytes written. */
+size_t route_value_write_failure(uint8_t *out, int rcode, const struct wire_ede *ede);
+
+/** Read a cache value. @return 0 or -EINVAL (malformed). */
+int route_value_parse(const uint8_t *val, size_t vlen, struct route_value *v);
+
 /**
- * Parse a cache value's header: *blob and *blob_len point at the wire blob
- * and, for a chain, target and prefix (pointers into val).
- * @return 0 (no chain), 1 (chain), -EINVAL (malformed).
+ * Does partition id mean the same to CDNs in both configs: the same name
+ * and the same mapped identities? Answers cached for it under one config
+ * then hold under the other.
  */
-int route_value_parse(const uint8_t *val, size_t vlen, const uint8_t **blob, size_t *blob_len,
-                      const uint8_t **target, size_t *target_len, const uint8_t **prefix, size_t *prefix_len);
+bool route_partition_same(const struct conf *a, const struct conf *b, unsigned id);
 
 /**
  * Does the CNAME chain of a normal answer enter an EDNS domain? Follows the

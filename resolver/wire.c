@@ -19,6 +19,7 @@
 #define BLOB_F_AD 0x01
 #define BLOB_F_TC 0x02
 #define BLOB_F_AA 0x04
+#define BLOB_F_PLAIN 0x08 /* a blob without DNSSEC records follows this one */
 
 /* Compression table of the encoder: open addressing, power of two. */
 #define CTAB_SIZE 2048
@@ -267,18 +268,27 @@ size_t wire_udp_limit(const struct wire_query *q, size_t max_udp)
 	return limit;
 }
 
-/* Size of our OPT record, with an ECS option when ecs != NULL. */
-static size_t opt_rr_size(const struct ecs *ecs)
+/* Size of an EDE option (RFC 8914): INFO-CODE and EXTRA-TEXT. */
+static size_t ede_size(const struct wire_ede *ede)
 {
-	return OPT_RR_FIXED + (ecs != NULL ? OPTION_HDR + ecs_size(ecs) : 0);
+	return ede != NULL ? OPTION_HDR + 2 + (ede->text ? strlen(ede->text) : 0) : 0;
 }
 
-/* Write our OPT record. @return its length, -ENOSPC or -EINVAL (bad ecs). */
-static int opt_write(uint8_t *p, size_t cap, uint8_t ext_rcode, bool do_bit, const struct ecs *ecs)
+/* Size of our OPT record, with an ECS option when ecs != NULL and an EDE when ede != NULL. */
+static size_t opt_rr_size(const struct ecs *ecs, const struct wire_ede *ede)
 {
-	size_t need = opt_rr_size(ecs);
+	return OPT_RR_FIXED + (ecs != NULL ? OPTION_HDR + ecs_size(ecs) : 0) + ede_size(ede);
+}
+
+/* Write our OPT record. @return its length, -ENOSPC or -EINVAL (bad ecs, EDE text too long). */
+static int opt_write(uint8_t *p, size_t cap, uint8_t ext_rcode, bool do_bit, const struct ecs *ecs,
+		     const struct wire_ede *ede)
+{
+	size_t need = opt_rr_size(ecs, ede);
 	if (need > cap)
 		return -ENOSPC;
+	if (need - OPT_RR_FIXED > 0xffff)
+		return -EINVAL;
 	p[0] = 0;
 	wr16(p + 1, WIRE_TYPE_OPT);
 	wr16(p + 3, WIRE_DEFAULT_UDP);
@@ -286,24 +296,37 @@ static int opt_write(uint8_t *p, size_t cap, uint8_t ext_rcode, bool do_bit, con
 	p[6] = 0; /* version */
 	wr16(p + 7, do_bit ? 0x8000 : 0);
 	wr16(p + 9, (uint16_t)(need - OPT_RR_FIXED));
+	size_t pos = OPT_RR_FIXED;
 	if (ecs != NULL) {
-		wr16(p + 11, ECS_OPTION_CODE);
-		wr16(p + 13, (uint16_t)ecs_size(ecs));
-		int rc = ecs_write(ecs, p + 15, cap - 15);
+		wr16(p + pos, ECS_OPTION_CODE);
+		wr16(p + pos + 2, (uint16_t)ecs_size(ecs));
+		int rc = ecs_write(ecs, p + pos + OPTION_HDR, cap - pos - OPTION_HDR);
 		if (rc < 0)
 			return rc;
+		pos += OPTION_HDR + ecs_size(ecs);
+	}
+	if (ede != NULL) {
+		size_t tlen = ede->text ? strlen(ede->text) : 0;
+		wr16(p + pos, WIRE_OPTION_EDE);
+		wr16(p + pos + 2, (uint16_t)(2 + tlen));
+		wr16(p + pos + 4, ede->code);
+		if (tlen)
+			memcpy(p + pos + 6, ede->text, tlen);
 	}
 	return (int)need;
 }
 
-int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *echo, uint8_t *out, size_t cap)
+int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *echo, const struct wire_ede *ede,
+		     uint8_t *out, size_t cap)
 {
 	if (rcode < 0 || rcode > 0xfff)
 		return -EINVAL;
 	bool opt = q->has_edns || rcode > 15;
 	const struct ecs *ecs = opt ? echo : NULL;
+	if (!q->has_edns)
+		ede = NULL; /* RFC 8914 §2: only to clients that sent EDNS */
 	size_t qlen = q->question_ok ? q->qname_len + 4 : 0;
-	size_t need = WIRE_HEADER_SIZE + qlen + (opt ? opt_rr_size(ecs) : 0);
+	size_t need = WIRE_HEADER_SIZE + qlen + (opt ? opt_rr_size(ecs, ede) : 0);
 	if (need > cap)
 		return -ENOSPC;
 
@@ -324,7 +347,46 @@ int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *ec
 		pos += 4;
 	}
 	if (opt) {
-		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs);
+		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs, ede);
+		if (rc < 0)
+			return rc;
+		pos += (size_t)rc;
+	}
+	return (int)pos;
+}
+
+int wire_write_any(const struct wire_query *q, const struct ecs *echo, uint8_t *out, size_t cap)
+{
+	/* RFC 8482 §4.2: HINFO "RFC8482" "" stands for the RRsets we do not list */
+	static const uint8_t hinfo[] = { 7, 'R', 'F', 'C', '8', '4', '8', '2', 0 };
+	if (!q->question_ok)
+		return -EINVAL;
+	const struct ecs *ecs = q->has_edns ? echo : NULL;
+	size_t qend = WIRE_HEADER_SIZE + q->qname_len + 4;
+	size_t rr_len = 2 + RR_FIXED + sizeof(hinfo); /* owner: a pointer to the question */
+	size_t need = qend + rr_len + (q->has_edns ? opt_rr_size(ecs, NULL) : 0);
+	if (need > cap)
+		return -ENOSPC;
+	uint16_t flags = WIRE_FLAG_QR | WIRE_FLAG_RA | (q->flags & (WIRE_FLAG_RD | WIRE_FLAG_CD));
+	wr16(out, q->id);
+	wr16(out + 2, flags);
+	wr16(out + 4, 1);
+	wr16(out + 6, 1);
+	wr16(out + 8, 0);
+	wr16(out + 10, q->has_edns ? 1 : 0);
+	memcpy(out + WIRE_HEADER_SIZE, q->qname, q->qname_len);
+	wr16(out + WIRE_HEADER_SIZE + q->qname_len, q->qtype);
+	wr16(out + WIRE_HEADER_SIZE + q->qname_len + 2, q->qclass);
+	size_t pos = qend;
+	wr16(out + pos, 0xc000 | WIRE_HEADER_SIZE);
+	wr16(out + pos + 2, 13); /* HINFO */
+	wr16(out + pos + 4, q->qclass);
+	wr32(out + pos + 6, 3600);
+	wr16(out + pos + 10, sizeof(hinfo));
+	memcpy(out + pos + 12, hinfo, sizeof(hinfo));
+	pos += rr_len;
+	if (q->has_edns) {
+		int rc = opt_write(out + pos, cap - pos, 0, q->edns_do, ecs, NULL);
 		if (rc < 0)
 			return rc;
 		pos += (size_t)rc;
@@ -473,6 +535,10 @@ static int enc_name(struct enc *e, const uint8_t *name, size_t nlen, bool compre
 static const char *rdata_format(uint16_t type)
 {
 	switch (type) {
+	case 1: /* A: exactly 4 bytes */
+		return "4";
+	case 28: /* AAAA: exactly 16 bytes */
+		return "4444";
 	case 2:  /* NS */
 	case 3:  /* MD */
 	case 4:  /* MF */
@@ -662,12 +728,19 @@ static uint32_t min32(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
-int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
-			size_t *blob_len, uint32_t *ttl)
+/* RRSIG, NSEC, NSEC3: only for clients that set DO (RFC 4035 §3.2.1) unless asked for. */
+static bool is_dnssec_type(uint16_t type)
 {
-	static const struct wire_limits no_limits;
-	if (lim == NULL)
-		lim = &no_limits;
+	return type == 46 || type == 47 || type == 50;
+}
+
+/*
+ * One blob of resp; with strip, without the DNSSEC records a client without
+ * DO must not get. *has_dnssec says whether there were any.
+ */
+static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits *lim, bool strip, uint8_t **blob,
+		       size_t *blob_len, uint32_t *ttl, bool *has_dnssec)
+{
 	*blob = NULL;
 	*blob_len = 0;
 	*ttl = 0;
@@ -700,7 +773,8 @@ int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limit
 	uint16_t qtype = rd16(resp + pos - 4);
 	size_t an_pos = pos, qd_end = e->len, ns_end = 0;
 
-	unsigned nttl = 0, nttl_pre = 0, ar_out = 0;
+	unsigned nttl = 0, nttl_pre = 0, nout[3] = {0, 0, 0};
+	*has_dnssec = false;
 	uint32_t min_anns = UINT32_MAX, min_an = UINT32_MAX, soa_neg = 0;
 	bool seen_opt = false, have_soa = false;
 	uint8_t ext_rcode = 0;
@@ -727,6 +801,11 @@ int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limit
 				ext_rcode = (uint8_t)(rr.ttl >> 24);
 				continue;
 			}
+			if (is_dnssec_type(rr.type) && rr.type != qtype) {
+				*has_dnssec = true;
+				if (strip)
+					continue;
+			}
 			uint32_t t = ttl_clamp(rr.ttl, lim);
 			size_t tpos;
 			rc = enc_rr(e, resp, &rr, owner, t, &tpos);
@@ -743,11 +822,12 @@ int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limit
 				/* RDATA was checked by enc_rdata: MINIMUM is its last 4 bytes. */
 				soa_neg = min32(ttl_sane(rr.ttl), ttl_sane(rd32(resp + rr.end - 4)));
 			}
-			if (s == 2)
-				ar_out++;
+			nout[s]++;
 		}
 	}
-	wr16(e->buf + 10, (uint16_t)ar_out);
+	wr16(e->buf + 6, (uint16_t)nout[0]);
+	wr16(e->buf + 8, (uint16_t)nout[1]);
+	wr16(e->buf + 10, (uint16_t)nout[2]);
 
 	int rcode = (flags & WIRE_FLAG_RCODE) | ext_rcode << 4;
 	uint32_t life = 0;
@@ -799,12 +879,52 @@ out:
 	return rc;
 }
 
+int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
+			size_t *blob_len, uint32_t *ttl)
+{
+	static const struct wire_limits no_limits;
+	if (lim == NULL)
+		lim = &no_limits;
+	bool has_dnssec;
+	int rc = prepare_one(resp, len, lim, false, blob, blob_len, ttl, &has_dnssec);
+	if (rc != 0 || !has_dnssec)
+		return rc;
+	/* Signed data: a second view without RRSIG/NSEC/NSEC3 follows the first,
+	 * for clients without DO; one cache entry serves both. */
+	uint8_t *plain;
+	size_t plain_len;
+	uint32_t plain_ttl;
+	rc = prepare_one(resp, len, lim, true, &plain, &plain_len, &plain_ttl, &has_dnssec);
+	if (rc == 0) {
+		uint8_t *both = realloc(*blob, *blob_len + plain_len);
+		if (both == NULL) {
+			rc = -ENOMEM;
+		} else {
+			both[1] |= BLOB_F_PLAIN;
+			memcpy(both + *blob_len, plain, plain_len);
+			*blob = both;
+			*blob_len += plain_len;
+			*ttl = min32(*ttl, plain_ttl);
+		}
+		free(plain);
+	}
+	if (rc != 0) {
+		free(*blob);
+		*blob = NULL;
+		*blob_len = 0;
+		*ttl = 0;
+	}
+	return rc;
+}
+
 /* A blob's fixed header, checked for consistency. */
 struct blob_view {
 	uint8_t flags;
 	uint16_t rcode, msg_len, qd_end, ns_end, nttl, nttl_pre;
 	const uint8_t *offs;
 	const uint8_t *msg;
+	const uint8_t *plain;   /* the view without DNSSEC records, or NULL */
+	size_t plain_len;
 };
 
 static int blob_view(const uint8_t *blob, size_t blob_len, struct blob_view *v)
@@ -818,7 +938,15 @@ static int blob_view(const uint8_t *blob, size_t blob_len, struct blob_view *v)
 	v->ns_end = rd16(blob + 8);
 	v->nttl = rd16(blob + 10);
 	v->nttl_pre = rd16(blob + 12);
-	if (blob_len != BLOB_HDR + 2 * (size_t)v->nttl + v->msg_len || v->qd_end < WIRE_HEADER_SIZE + 5 ||
+	size_t own = BLOB_HDR + 2 * (size_t)v->nttl + v->msg_len;
+	v->plain = NULL;
+	v->plain_len = 0;
+	if ((v->flags & BLOB_F_PLAIN) && blob_len > own) {
+		v->plain = blob + own;
+		v->plain_len = blob_len - own;
+		blob_len = own;
+	}
+	if (blob_len != own || v->qd_end < WIRE_HEADER_SIZE + 5 ||
 	    v->qd_end > v->ns_end || v->ns_end > v->msg_len || v->nttl_pre > v->nttl || v->rcode > 0xfff)
 		return -EINVAL;
 	v->offs = blob + BLOB_HDR;
@@ -833,6 +961,8 @@ int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint
 	struct blob_view v;
 	if (blob_view(blob, blob_len, &v) != 0)
 		return -EINVAL;
+	if (v.plain != NULL && !q->edns_do) /* RFC 4035 §3.2.1: no DNSSEC records without DO */
+		return wire_answer_write(q, pkt, v.plain, v.plain_len, age, echo, out, cap);
 	size_t qend = WIRE_HEADER_SIZE + q->qname_len + 4;
 	const uint8_t *bq = v.msg + WIRE_HEADER_SIZE;
 	/* The stored question must be q's: pointers into it then stay valid. */
@@ -845,7 +975,7 @@ int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint
 		rcode = WIRE_RCODE_SERVFAIL;
 	bool opt = q->has_edns, tc = (v.flags & BLOB_F_TC) != 0;
 	const struct ecs *ecs = opt ? echo : NULL;
-	size_t optlen = opt ? opt_rr_size(ecs) : 0;
+	size_t optlen = opt ? opt_rr_size(ecs, NULL) : 0;
 	uint16_t an = rd16(v.msg + 6), ns = rd16(v.msg + 8), ar = rd16(v.msg + 10);
 	size_t body_end;
 	unsigned nt;
@@ -889,7 +1019,7 @@ int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint
 	}
 	size_t pos = body_end;
 	if (opt) {
-		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs);
+		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs, NULL);
 		if (rc < 0)
 			return rc;
 		pos += (size_t)rc;
@@ -930,7 +1060,7 @@ int wire_query_build(uint16_t id, bool rd, bool do_bit, const uint8_t *qname, si
 {
 	if (wire_name_check(qname, qname_len) != 0)
 		return -EINVAL;
-	size_t need = WIRE_HEADER_SIZE + qname_len + 4 + opt_rr_size(ecs);
+	size_t need = WIRE_HEADER_SIZE + qname_len + 4 + opt_rr_size(ecs, NULL);
 	if (need > cap)
 		return -ENOSPC;
 	wr16(out, id);
@@ -945,7 +1075,7 @@ int wire_query_build(uint16_t id, bool rd, bool do_bit, const uint8_t *qname, si
 	wr16(out + pos, qtype);
 	wr16(out + pos + 2, qclass);
 	pos += 4;
-	int rc = opt_write(out + pos, cap - pos, 0, do_bit, ecs);
+	int rc = opt_write(out + pos, cap - pos, 0, do_bit, ecs, NULL);
 	if (rc < 0)
 		return rc;
 	return (int)(pos + (size_t)rc);
@@ -1227,6 +1357,211 @@ int wire_cname_prefix(const uint8_t *resp, size_t len, unsigned hops, uint8_t **
 		rc = enc_rr(e, resp, &raw, rr.owner, rr.ttl, NULL);
 	}
 	if (rc == 0) {
+		*out = malloc(e->len);
+		if (*out == NULL) {
+			rc = -ENOMEM;
+		} else {
+			memcpy(*out, e->buf, e->len);
+			*out_len = e->len;
+		}
+	}
+	free(e);
+	return rc;
+}
+
+/* ---- scrubbing upstream answers ---- */
+
+/* Is name one of the n names of list? */
+static int name_index(uint8_t (*list)[WIRE_MAX_NAME], const size_t *lens, unsigned n, const uint8_t *name,
+		      size_t len)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (wire_name_equal(list[i], lens[i], name, len))
+			return (int)i;
+	return -1;
+}
+
+/* The type an RRSIG covers (0 when its RDATA is too short). */
+static uint16_t rrsig_covered(const uint8_t *pkt, const struct wire_rr *rr)
+{
+	return rr->rdlen >= 2 ? rd16(pkt + rr->rdata) : 0;
+}
+
+int wire_scrub(const uint8_t *resp, size_t len, const struct wire_scrub *p, uint8_t **out, size_t *out_len,
+	       unsigned *dropped)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (dropped)
+		*dropped = 0;
+	struct wire_iter start;
+	if (wire_iter_init(&start, resp, len) != 0)
+		return WIRE_E_FORMERR;
+
+	/* The question's chain: the names whose records an answer may hold. */
+	uint8_t names[WIRE_CNAME_MAX + 1][WIRE_MAX_NAME];
+	size_t lens[WIRE_CNAME_MAX + 1];
+	unsigned n = 1;
+	memcpy(names[0], p->qname, p->qname_len);
+	lens[0] = p->qname_len;
+	bool follow = p->qtype != WIRE_TYPE_CNAME && p->qtype != WIRE_TYPE_ANY;
+	while (follow) {
+		struct wire_iter it = start;
+		struct wire_rr rr;
+		int k;
+		while ((k = wire_iter_next(&it, &rr)) == 1 && rr.section == WIRE_SECTION_ANSWER &&
+		       !(rr.type == WIRE_TYPE_CNAME && wire_name_equal(rr.owner, rr.owner_len, names[n - 1], lens[n - 1])))
+			;
+		if (k < 0)
+			return WIRE_E_FORMERR;
+		if (k == 0 || rr.section != WIRE_SECTION_ANSWER)
+			break;
+		uint8_t target[WIRE_MAX_NAME];
+		size_t tlen;
+		if (wire_rdata_name(&it, &rr, 0, target, &tlen) != 0)
+			return WIRE_E_FORMERR;
+		if (name_index(names, lens, n, target, tlen) >= 0 || n > WIRE_CNAME_MAX)
+			return WIRE_E_FORMERR; /* a loop, or longer than we follow */
+		/* a target outside the zone is asked of its own zone's servers */
+		if (!p->forwarder && !wire_name_in_zone(target, tlen, p->zone, p->zone_len))
+			break;
+		memcpy(names[n], target, tlen);
+		lens[n++] = tlen;
+	}
+	const uint8_t *final = names[n - 1];
+	size_t final_len = lens[n - 1];
+
+	/* The zone whose SOA/NS an authority section may carry: the deepest
+	 * owner of an SOA or NS at or above the final name (inside the bailiwick). */
+	uint8_t auth_zone[WIRE_MAX_NAME];
+	size_t auth_len = 0;
+	struct wire_iter it = start;
+	struct wire_rr rr;
+	int k;
+	while ((k = wire_iter_next(&it, &rr)) == 1) {
+		if (rr.section != WIRE_SECTION_AUTHORITY || (rr.type != WIRE_TYPE_SOA && rr.type != WIRE_TYPE_NS))
+			continue;
+		if (!wire_name_in_zone(final, final_len, rr.owner, rr.owner_len) ||
+		    (!p->forwarder && !wire_name_in_zone(rr.owner, rr.owner_len, p->zone, p->zone_len)))
+			continue;
+		if (auth_len == 0 || rr.owner_len > auth_len) {
+			memcpy(auth_zone, rr.owner, rr.owner_len);
+			auth_len = rr.owner_len;
+		}
+	}
+	if (k < 0)
+		return WIRE_E_FORMERR;
+
+	struct enc *e = enc_new();
+	if (e == NULL)
+		return -ENOMEM;
+	uint8_t hdr[WIRE_HEADER_SIZE] = {0};
+	memcpy(hdr, resp, 4);
+	wr16(hdr + 2, rd16(resp + 2) & (uint16_t)~WIRE_FLAG_AD); /* nothing here was validated */
+	wr16(hdr + 4, 1);
+	int rc = enc_put(e, hdr, WIRE_HEADER_SIZE);
+	size_t qend;
+	uint8_t qname[WIRE_MAX_NAME];
+	size_t qlen;
+	if (rc == 0)
+		rc = question_read(resp, len, &qend, qname, &qlen);
+	if (rc == 0)
+		rc = enc_name(e, qname, qlen, false);
+	if (rc == 0)
+		rc = enc_put(e, resp + qend - 4, 4);
+	bool cname_kept[WIRE_CNAME_MAX + 1] = { false };
+	unsigned count[3] = { 0, 0, 0 }, drop = 0;
+	it = start;
+	while (rc == 0 && (k = wire_iter_next(&it, &rr)) == 1) {
+		bool keep = false;
+		if (rr.type == WIRE_TYPE_OPT) {
+			continue; /* checked by wire_response_check; between upstream and us */
+		} else if (rr.section == WIRE_SECTION_ANSWER) {
+			int i = name_index(names, lens, n, rr.owner, rr.owner_len);
+			bool mine = i >= 0 && (p->forwarder || wire_name_in_zone(rr.owner, rr.owner_len, p->zone,
+			                                                           p->zone_len));
+			if (mine && rr.type == WIRE_TYPE_CNAME) {
+				keep = !cname_kept[i]; /* one CNAME per owner: the one the chain took */
+				cname_kept[i] = true;
+			} else if (mine) {
+				uint16_t t = rr.type == 46 ? rrsig_covered(resp, &rr) : rr.type;
+				keep = p->qtype == WIRE_TYPE_ANY || t == p->qtype || t == WIRE_TYPE_CNAME;
+			}
+		} else if (rr.section == WIRE_SECTION_AUTHORITY && auth_len > 0) {
+			if (rr.type == WIRE_TYPE_SOA || rr.type == WIRE_TYPE_NS)
+				keep = wire_name_equal(rr.owner, rr.owner_len, auth_zone, auth_len);
+			else if (rr.type == 46 || rr.type == 47 || rr.type == 50) /* RRSIG, NSEC, NSEC3: proofs */
+				keep = wire_name_in_zone(rr.owner, rr.owner_len, auth_zone, auth_len);
+		}
+		/* additional: nothing; glue is read from the raw referral, never passed on */
+		if (!keep) {
+			drop++;
+			continue;
+		}
+		struct rr raw = { .owner_len = rr.owner_len, .type = rr.type, .rclass = rr.rclass, .ttl = rr.ttl,
+		                  .rdlen = rr.rdlen, .rdata = rr.rdata, .end = rr.rdata + rr.rdlen };
+		rc = enc_rr(e, resp, &raw, rr.owner, rr.ttl, NULL); /* checks the RDATA of the types we know */
+		count[rr.section]++;
+	}
+	if (rc == 0 && k < 0)
+		rc = WIRE_E_FORMERR;
+	if (rc == 0) {
+		wr16(e->buf + 6, (uint16_t)count[0]);
+		wr16(e->buf + 8, (uint16_t)count[1]);
+		wr16(e->buf + 10, (uint16_t)count[2]);
+		*out = malloc(e->len);
+		if (*out == NULL) {
+			rc = -ENOMEM;
+		} else {
+			memcpy(*out, e->buf, e->len);
+			*out_len = e->len;
+			if (dropped)
+				*dropped = drop;
+		}
+	}
+	free(e);
+	return rc;
+}
+
+int wire_negative_answer(const uint8_t *src, size_t len, const uint8_t *qname, size_t qname_len, uint16_t qtype,
+			 uint16_t qclass, uint8_t **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	struct wire_iter it;
+	if (wire_iter_init(&it, src, len) != 0 || wire_name_check(qname, qname_len) != 0)
+		return WIRE_E_FORMERR;
+	struct enc *e = enc_new();
+	if (e == NULL)
+		return -ENOMEM;
+	uint8_t hdr[WIRE_HEADER_SIZE] = {0};
+	memcpy(hdr, src, 4);
+	wr16(hdr + 2, rd16(src + 2) & (uint16_t)~(WIRE_FLAG_AD | WIRE_FLAG_AA | WIRE_FLAG_TC));
+	wr16(hdr + 4, 1);
+	int rc = enc_put(e, hdr, WIRE_HEADER_SIZE);
+	if (rc == 0)
+		rc = enc_name(e, qname, qname_len, true);
+	if (rc == 0)
+		rc = enc_u16(e, qtype);
+	if (rc == 0)
+		rc = enc_u16(e, qclass);
+	struct wire_rr rr;
+	int k;
+	unsigned ns = 0;
+	while (rc == 0 && (k = wire_iter_next(&it, &rr)) == 1) {
+		/* the proof of absence only: SOA and DNSSEC denial records */
+		if (rr.section != WIRE_SECTION_AUTHORITY ||
+		    !(rr.type == WIRE_TYPE_SOA || rr.type == 46 || rr.type == 47 || rr.type == 50))
+			continue;
+		struct rr raw = { .owner_len = rr.owner_len, .type = rr.type, .rclass = rr.rclass, .ttl = rr.ttl,
+		                  .rdlen = rr.rdlen, .rdata = rr.rdata, .end = rr.rdata + rr.rdlen };
+		rc = enc_rr(e, src, &raw, rr.owner, rr.ttl, NULL);
+		ns++;
+	}
+	if (rc == 0 && k < 0)
+		rc = WIRE_E_FORMERR;
+	if (rc == 0) {
+		wr16(e->buf + 8, (uint16_t)ns);
 		*out = malloc(e->len);
 		if (*out == NULL) {
 			rc = -ENOMEM;

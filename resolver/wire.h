@@ -69,6 +69,24 @@ enum {
 	WIRE_TYPE_ANY = 255,
 };
 #define WIRE_CLASS_IN 1
+#define WIRE_OPTION_EDE 15
+
+/* Extended DNS Errors (RFC 8914) partdns gives. */
+enum {
+	WIRE_EDE_OTHER = 0,
+	WIRE_EDE_DNSSEC_BOGUS = 6,
+	WIRE_EDE_CACHED_ERROR = 13,
+	WIRE_EDE_NOT_AUTHORITATIVE = 20,
+	WIRE_EDE_NO_REACHABLE_AUTHORITY = 22,
+	WIRE_EDE_NETWORK_ERROR = 23,
+	WIRE_EDE_INVALID_DATA = 24,
+};
+
+/* An Extended DNS Error: INFO-CODE and EXTRA-TEXT (static, or NULL for none). */
+struct wire_ede {
+	uint16_t code;
+	const char *text;
+};
 
 /*
  * A parsed client query. Which fields are valid depends on the result of
@@ -137,12 +155,23 @@ size_t wire_udp_limit(const struct wire_query *q, size_t max_udp);
  * size WIRE_DEFAULT_UDP, version 0, DO copied, upper rcode bits) when
  * q->has_edns or rcode > 15. ECS only when echo != NULL and an OPT is
  * written (RFC 7871 §7.2 echo: echo's family, source, address and scope).
+ * An Extended DNS Error option when ede != NULL and the client sent EDNS
+ * (RFC 8914 §2).
  *
  * @param q      a query as left by wire_parse_query (any result but DROP)
  * @param rcode  0..4095, e.g. WIRE_RCODE_FORMERR, WIRE_RCODE_BADVERS
  * @return length written, -ENOSPC, or -EINVAL (rcode out of range, bad echo).
  */
-int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *echo, uint8_t *out, size_t cap);
+int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *echo, const struct wire_ede *ede,
+		     uint8_t *out, size_t cap);
+
+/**
+ * The RFC 8482 answer to an ANY query: one synthesized HINFO RRset
+ * (CPU "RFC8482", OS "", TTL 3600) at the query name, NOERROR, with our OPT
+ * when the client sent EDNS.
+ * @return length written, -ENOSPC, or -EINVAL (q is not a parsed query).
+ */
+int wire_write_any(const struct wire_query *q, const struct ecs *echo, uint8_t *out, size_t cap);
 
 /* ---- cached answers ---- */
 
@@ -413,3 +442,48 @@ int wire_rdata_name(const struct wire_iter *it, const struct wire_rr *rr, size_t
  * @return 0, WIRE_E_FORMERR (malformed, or the chain has fewer hops), -ENOMEM.
  */
 int wire_cname_prefix(const uint8_t *resp, size_t len, unsigned hops, uint8_t **out, size_t *out_len);
+
+/* ---- scrubbing upstream answers ---- */
+
+/* Whose answer it is, and to which question. */
+struct wire_scrub {
+	const uint8_t *qname;   /* the question asked (uncompressed wire form) */
+	size_t qname_len;
+	uint16_t qtype;
+	const uint8_t *zone;    /* iterate: the zone whose servers answered (the bailiwick) */
+	size_t zone_len;
+	bool forwarder;         /* a forwarder answered: trusted for the question's chain in any zone */
+};
+
+/**
+ * Keep from an upstream answer only what its sender may say (Unbound's
+ * iter_scrub.c and Knot Resolver's iterate layer do the same job):
+ *   - answer: records owned by the names of the question's CNAME chain —
+ *     the CNAME the chain takes (one per owner), records of qtype (all for
+ *     ANY) and the RRSIGs over them — and, from a zone's server, only names
+ *     inside that zone: the chain stops at a CNAME whose target leaves the
+ *     zone (the target is asked of its own zone's servers);
+ *   - authority: the SOA/NS of the deepest zone at or above the chain's
+ *     final name (inside the bailiwick), and the RRSIG/NSEC/NSEC3 records
+ *     inside that zone;
+ *   - additional: nothing (glue is read from referrals, never passed on);
+ *   - header: AD cleared (nothing here was validated).
+ * RDATA of the types the encoder knows (names, A, AAAA) must be well-formed.
+ * @param out      out: the scrubbed message (malloc'd; caller frees)
+ * @param dropped  out, optional: records removed
+ * @return 0, WIRE_E_FORMERR (malformed; a CNAME loop; a chain longer than
+ *         WIRE_CNAME_MAX), -ENOMEM.
+ */
+int wire_scrub(const uint8_t *resp, size_t len, const struct wire_scrub *p, uint8_t **out, size_t *out_len,
+	       unsigned *dropped);
+
+/**
+ * A negative answer to (qname, qtype, qclass) made from src, another
+ * message's negative answer (e.g. libunbound's NXDOMAIN for "qname SOA"):
+ * src's rcode and RD/RA flags, the new question, and src's SOA and DNSSEC
+ * denial records from its authority section; AA, AD and TC cleared.
+ * @param out  out: malloc'd, caller frees
+ * @return 0, WIRE_E_FORMERR, -ENOMEM.
+ */
+int wire_negative_answer(const uint8_t *src, size_t len, const uint8_t *qname, size_t qname_len, uint16_t qtype,
+			 uint16_t qclass, uint8_t **out, size_t *out_len);

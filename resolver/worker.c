@@ -57,8 +57,9 @@ static void dispatch(void *arg, struct job *job)
 	struct worker *w = arg;
 	int rc = job->edns ? resolve_edns_submit(w->env.edns, job) : resolve_normal_submit(w->env.normal, job);
 	if (rc != 0) {
+		static const struct wire_ede busy = { WIRE_EDE_OTHER, "resolver overloaded" };
 		counter_inc(&w->ctr.overload);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, &busy, false);
 	}
 }
 

@@ -66,12 +66,32 @@ static void iterate(const uint8_t *data, size_t size)
 	edns_iter_response(&hop, data, size, &v);
 	if (v.step == EDNS_STEP_CNAME)
 		CHECK(wire_name_check(v.target, v.target_len) == 0);
+	if (v.step == EDNS_STEP_CNAME || v.step == EDNS_STEP_DONE) {
+		/* the scrubbed answer: well-formed, no AD, nothing outside the zone in the answer */
+		CHECK(v.msg != NULL && (v.msg[3] & 0x20) == 0);
+		struct wire_iter it;
+		struct wire_rr rr;
+		CHECK(wire_iter_init(&it, v.msg, v.msg_len) == 0);
+		int k;
+		while ((k = wire_iter_next(&it, &rr)) == 1) {
+			CHECK(rr.section != WIRE_SECTION_ADDITIONAL);
+			if (rr.section == WIRE_SECTION_ANSWER)
+				CHECK(wire_name_in_zone(rr.owner, rr.owner_len, zone, sizeof(zone)));
+		}
+		CHECK(k == 0);
+		uint8_t *blob;
+		size_t blob_len;
+		uint32_t ttl;
+		if (wire_answer_prepare(v.msg, v.msg_len, NULL, &blob, &blob_len, &ttl) == 0)
+			free(blob);
+	}
+	edns_verdict_clear(&v);
 	if (v.step == EDNS_STEP_REFERRAL) {
 		CHECK(wire_name_in_zone(v.cut, v.cut_len, zone, sizeof(zone)));
 		struct edns_servers s;
 		memset(&s, 0, sizeof(s));
 		edns_servers_take_ns(&s, data, size, WIRE_SECTION_AUTHORITY, v.cut, v.cut_len);
-		edns_servers_take_addrs(&s, data, size, WIRE_SECTION_ADDITIONAL, false);
+		edns_servers_take_addrs(&s, data, size, WIRE_SECTION_ADDITIONAL, false, zone, sizeof(zone));
 		CHECK(s.nns <= EDNS_MAX_NSNAMES && s.naddr <= EDNS_MAX_SERVERS);
 	}
 	uint8_t z[WIRE_MAX_NAME];

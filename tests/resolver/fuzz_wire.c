@@ -42,12 +42,14 @@ static void as_query(const uint8_t *data, size_t size)
 		CHECK(n == (int)q.qname_len && memcmp(back, q.qname, q.qname_len) == 0);
 	}
 	int err = rc == WIRE_E_BADVERS ? WIRE_RCODE_BADVERS : WIRE_RCODE_FORMERR;
-	check_written(wire_write_error(&q, err, q.has_ecs ? &q.ecs : NULL, big, sizeof(big)), sizeof(big));
-	check_written(wire_write_error(&q, err, NULL, small, 12), 12);
+	const struct wire_ede ede = { WIRE_EDE_INVALID_DATA, "fuzz" };
+	check_written(wire_write_error(&q, err, q.has_ecs ? &q.ecs : NULL, &ede, big, sizeof(big)), sizeof(big));
+	check_written(wire_write_error(&q, err, NULL, &ede, small, 12), 12);
 	if (rc != 0)
 		return;
 	size_t limit = wire_udp_limit(&q, 4096);
 	CHECK(limit >= 512 && limit <= 4096);
+	check_written(wire_write_any(&q, NULL, big, sizeof(big)), sizeof(big));
 
 	/* The same question upstream, with the client's ECS: it must parse back identically. */
 	uint8_t up[WIRE_MAX_NAME + 64];

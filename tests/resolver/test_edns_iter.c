@@ -126,7 +126,7 @@ static void test_servers(void **state)
 	struct edns_servers s;
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(edns_servers_take_ns(&s, msg, len, WIRE_SECTION_ANSWER, zone, zl), 2);
-	edns_servers_take_addrs(&s, msg, len, WIRE_SECTION_ADDITIONAL, false);
+	edns_servers_take_addrs(&s, msg, len, WIRE_SECTION_ADDITIONAL, false, NULL, 0);
 	assert_int_equal(s.naddr, 2); /* the address of a name that is no NS of the zone is not glue */
 	const struct sockaddr_in *a = (const struct sockaddr_in *)&s.addr[0];
 	assert_int_equal(a->sin_family, AF_INET);

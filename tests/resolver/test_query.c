@@ -66,7 +66,7 @@ static struct env *env_new(const char *yaml)
 	assert_int_equal(snapshot_publish(&e->slot, c, e->fs->domains, 1), 0);
 	e->fs->domains = NULL;
 	e->cache = cache_new(1 << 20, 0);
-	e->inflight = inflight_new(e->cache);
+	e->inflight = inflight_new(e->cache, &e->slot);
 	assert_int_equal(mq_init(&e->replies), 0);
 	e->x = (struct query_ctx){ .snap = snapshot_get(&e->slot), .cache = e->cache, .inflight = e->inflight,
 	                           .replies = &e->replies, .dispatch = fake_dispatch, .dispatch_arg = e,
@@ -78,7 +78,7 @@ static void env_free(struct env *e)
 {
 	for (int i = 0; i < e->njobs; i++)
 		if (e->jobs[i])
-			inflight_fail(e->jobs[i], WIRE_RCODE_SERVFAIL);
+			inflight_fail(e->jobs[i], WIRE_RCODE_SERVFAIL, NULL, false);
 	struct mq_node *n = mq_take_all(&e->replies);
 	while (n) {
 		struct waiter *w = (struct waiter *)n;

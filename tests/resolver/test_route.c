@@ -123,25 +123,48 @@ static void test_value_roundtrip(void **state)
 	size_t h = route_value_write_header(val, target, sizeof(target), prefix, sizeof(prefix));
 	assert_int_equal(h, route_value_header(sizeof(target), sizeof(prefix)));
 	memcpy(val + h, blob, sizeof(blob));
-	const uint8_t *b, *t, *p;
-	size_t bl, tl, pl;
-	assert_int_equal(route_value_parse(val, h + sizeof(blob), &b, &bl, &t, &tl, &p, &pl), 1);
-	assert_int_equal(tl, sizeof(target));
-	assert_memory_equal(t, target, tl);
-	assert_int_equal(pl, sizeof(prefix));
-	assert_memory_equal(p, prefix, pl);
-	assert_int_equal(bl, sizeof(blob));
-	assert_memory_equal(b, blob, bl);
+	struct route_value v;
+	assert_int_equal(route_value_parse(val, h + sizeof(blob), &v), 0);
+	assert_true(v.chain);
+	assert_false(v.failure);
+	assert_int_equal(v.target_len, sizeof(target));
+	assert_memory_equal(v.target, target, v.target_len);
+	assert_int_equal(v.prefix_len, sizeof(prefix));
+	assert_memory_equal(v.prefix, prefix, v.prefix_len);
+	assert_int_equal(v.blob_len, sizeof(blob));
+	assert_memory_equal(v.blob, blob, v.blob_len);
 	/* every truncation of the header is rejected, never read past */
 	for (size_t cut = 1; cut < h; cut++)
-		if (route_value_parse(val, cut, &b, &bl, &t, &tl, &p, &pl) != -EINVAL)
+		if (route_value_parse(val, cut, &v) != -EINVAL)
 			fail_msg("truncated header of %zu bytes accepted", cut);
 	/* a plain value: a zero flags byte, then the blob */
 	uint8_t plain[4] = { 0, 9, 8, 7 };
-	assert_int_equal(route_value_parse(plain, sizeof(plain), &b, &bl, &t, &tl, &p, &pl), 0);
-	assert_int_equal(bl, 3);
-	assert_ptr_equal(b, plain + 1);
-	assert_int_equal(route_value_parse(plain, 0, &b, &bl, &t, &tl, &p, &pl), -EINVAL);
+	assert_int_equal(route_value_parse(plain, sizeof(plain), &v), 0);
+	assert_false(v.chain);
+	assert_int_equal(v.blob_len, 3);
+	assert_ptr_equal(v.blob, plain + 1);
+	assert_int_equal(route_value_parse(plain, 0, &v), -EINVAL);
+}
+
+static void test_value_failure(void **state)
+{
+	const struct wire_ede ede = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no authority answered" };
+	uint8_t val[128];
+	size_t n = route_value_write_failure(val, WIRE_RCODE_SERVFAIL, &ede);
+	assert_int_equal(n, route_value_failure_size(&ede));
+	struct route_value v;
+	assert_int_equal(route_value_parse(val, n, &v), 0);
+	assert_true(v.failure);
+	assert_int_equal(v.rcode, WIRE_RCODE_SERVFAIL);
+	assert_int_equal(v.ede.code, WIRE_EDE_NO_REACHABLE_AUTHORITY);
+	assert_string_equal(v.ede.text, "no authority answered");
+	/* a text without its NUL, or a cut value, is malformed */
+	for (size_t cut = 1; cut < n; cut++)
+		if (route_value_parse(val, cut, &v) != -EINVAL)
+			fail_msg("failure value cut at %zu accepted", cut);
+	n = route_value_write_failure(val, WIRE_RCODE_SERVFAIL, NULL);
+	assert_int_equal(route_value_parse(val, n, &v), 0);
+	assert_string_equal(v.ede.text, "");
 }
 
 int main(void)
@@ -149,6 +172,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_value_roundtrip),
+		cmocka_unit_test(test_value_failure),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -416,7 +416,7 @@ static void check_error_reply(const char *row, const struct wire_query *q, int r
 {
 	int rcode = rc == WIRE_E_NOTIMP ? WIRE_RCODE_NOTIMP : rc == WIRE_E_BADVERS ? WIRE_RCODE_BADVERS : WIRE_RCODE_FORMERR;
 	uint8_t out[1024];
-	int n = wire_write_error(q, rcode, NULL, out, sizeof(out));
+	int n = wire_write_error(q, rcode, NULL, NULL, out, sizeof(out));
 	EXPECT_TRUE(row, n >= WIRE_HEADER_SIZE);
 	ldns_pkt *pk = must_parse(row, out, (size_t)n);
 	EXPECT_INT(row, ldns_pkt_id(pk), q->id);
@@ -676,7 +676,7 @@ static void test_write_error_exact(void **state)
 		(void)wire_parse_query(qb, qn, &q);
 		struct ecs echo;
 		ecs_v4(&echo, "198.51.100.0", 24, 0);
-		int n = wire_write_error(&q, rows[i].rcode, rows[i].echo ? &echo : NULL, out, sizeof(out));
+		int n = wire_write_error(&q, rows[i].rcode, rows[i].echo ? &echo : NULL, NULL, out, sizeof(out));
 		EXPECT_TRUE(rows[i].msg, n > 0);
 		expect_bytes(rows[i].msg, out, (size_t)n, want, wn);
 		ldns_pkt_free(must_parse(rows[i].msg, out, (size_t)n));
@@ -691,12 +691,12 @@ static void test_write_error_limits(void **state)
 	struct wire_query q;
 	assert_int_equal(wire_parse_query(qb, qn, &q), 0);
 	/* 12 + 21 + 11 = 44 bytes. */
-	assert_int_equal(wire_write_error(&q, WIRE_RCODE_SERVFAIL, NULL, out, 44), 44);
-	assert_int_equal(wire_write_error(&q, WIRE_RCODE_SERVFAIL, NULL, out, 43), -ENOSPC);
-	assert_int_equal(wire_write_error(&q, -1, NULL, out, sizeof(out)), -EINVAL);
-	assert_int_equal(wire_write_error(&q, 4096, NULL, out, sizeof(out)), -EINVAL);
+	assert_int_equal(wire_write_error(&q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, 44), 44);
+	assert_int_equal(wire_write_error(&q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, 43), -ENOSPC);
+	assert_int_equal(wire_write_error(&q, -1, NULL, NULL, out, sizeof(out)), -EINVAL);
+	assert_int_equal(wire_write_error(&q, 4096, NULL, NULL, out, sizeof(out)), -EINVAL);
 	struct ecs bad = {.family = 7, .source = 8};
-	assert_int_equal(wire_write_error(&q, WIRE_RCODE_SERVFAIL, &bad, out, sizeof(out)), -EINVAL);
+	assert_int_equal(wire_write_error(&q, WIRE_RCODE_SERVFAIL, &bad, NULL, out, sizeof(out)), -EINVAL);
 }
 
 /* ---- prepare / write ---- */
