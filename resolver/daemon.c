@@ -257,9 +257,15 @@ void daemon_free(struct daemon *d)
 	free(d);
 }
 
+struct plan_change {
+	const struct conf *old, *neu;
+};
+
+/* Entries of a partition id that now means another city (name or mapped identity changed). */
 static bool flush_partitions(const uint8_t *key, size_t klen, void *arg)
 {
-	return klen >= ROUTE_KEY_HDR && route_key_partition(key) != 0;
+	const struct plan_change *pc = arg;
+	return klen >= ROUTE_KEY_HDR && !route_partition_same(pc->old, pc->neu, route_key_partition(key));
 }
 
 /* Keys that a running daemon cannot change. */
@@ -305,11 +311,11 @@ int daemon_reload(struct daemon *d, FILE *err)
 	}
 	struct snapshot *cur = snapshot_get(&d->snapshots);
 	note_restart_keys(cur->conf, c, err);
-	snapshot_release(cur);
 	struct domains *dom;
 	uint64_t version;
 	rc = load_domains(d, &dom, &version);
 	if (rc != 0) {
+		snapshot_release(cur);
 		conf_free(c);
 		pthread_mutex_unlock(&d->reload_lock);
 		if (err)
@@ -317,12 +323,17 @@ int daemon_reload(struct daemon *d, FILE *err)
 		return rc;
 	}
 	size_t nparts = ptable_size(c->partitions.table), ndom = domains_count(dom);
+	const struct conf *neu = c;
 	rc = snapshot_publish(&d->snapshots, c, dom, version);
-	/* Partition ids may mean other cities now. */
-	size_t flushed = rc == 0 ? cache_flush(d->cache, flush_partitions, NULL) : 0;
+	/* A partition id may mean another city now: its answers go. Jobs still
+	 * in flight under the old plan check the same before they insert
+	 * (inflight.c), so the flush cannot be undone behind our back. */
+	struct plan_change pc = { .old = cur->conf, .neu = neu };
+	size_t flushed = rc == 0 ? cache_flush(d->cache, flush_partitions, &pc) : 0;
+	snapshot_release(cur);
 	pthread_mutex_unlock(&d->reload_lock);
 	if (rc == 0)
-		log_info("reloaded %s: %zu partition(s), %zu EDNS domain(s); %zu partition cache entries dropped",
+		log_info("reloaded %s: %zu partition(s), %zu EDNS domain(s); %zu cache entries of changed partitions dropped",
 		         d->conf_path, nparts, ndom, flushed);
 	return rc;
 }

@@ -26,6 +26,18 @@ assert_contains "root SOA is validated (AD)" " ad" "$(printf '%s\n' "$out" | gre
 assert_contains "with DO the RRSIG comes along" "RRSIG" "$out"
 out=$(pd_dig 127.0.9.9 . SOA +noadflag)
 assert_not_contains "without DO or AD in the query: no AD (RFC 6840 5.8)" " ad" "$(printf '%s\n' "$out" | grep '^;; flags:')"
+assert_not_contains "without DO: no RRSIG (RFC 4035 3.2.1)" "RRSIG" "$out"
+assert_contains "without DO: the SOA itself" "SOA" "$(printf '%s\n' "$out" | grep -v '^;')"
+pd_stat() { "$PARTDNSCTL_BIN" -c "$PD_CONF" stats | awk -v k="$1" '$1 == k {print $2}'; }
+e0=$(pd_stat cache.entries)
+m0=$(pd_stat misses)
+out=$(pd_dig 127.0.9.9 . NS +dnssec)
+assert_contains "NS with DO: RRSIG" "RRSIG" "$out"
+out=$(pd_dig 127.0.9.9 . NS)
+assert_not_contains "NS without DO, from the same entry: no RRSIG" "RRSIG" "$out"
+assert_contains "... but the NS RRset" "NS" "$(printf '%s\n' "$out" | grep -v '^;')"
+assert_eq "one cache entry serves DO and non-DO clients" $((e0 + 1)) "$(pd_stat cache.entries)"
+assert_eq "... and one miss" $((m0 + 1)) "$(pd_stat misses)"
 out=$(pd_dig 127.0.9.9 www.customer.example A +dnssec)
 assert_contains "insecure delegation still resolves" "203.0.113.10" "$out"
 assert_not_contains "insecure answer has no AD" " ad" "$(printf '%s\n' "$out" | grep '^;; flags:')"

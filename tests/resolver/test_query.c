@@ -328,6 +328,102 @@ static void test_unmatched_refuse(void **state)
 	env_free(e);
 }
 
+static void test_reload_renumbers_partitions(void **state)
+{
+	struct env *e = *state;
+	/* a flagged miss of nanjing (id 1) is in flight... */
+	assert_int_equal(ask(e, "127.0.1.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->jobs[0]->partition, 1);
+	/* ...when a reload swaps the cities: id 1 is suzhou now */
+	static const char swapped[] =
+		"server: { listen: [ \"127.0.0.1@5353\" ], allow: [ 127.0.0.0/8, 192.0.2.0/24 ] }\n"
+		"partitions:\n"
+		"  unmatched: common\n"
+		"  list:\n"
+		"    - { name: suzhou, mapped: 198.51.100.65, prefixes: [ 127.0.2.0/24, 198.51.100.64/26 ] }\n"
+		"    - { name: nanjing, mapped: 198.51.100.1, prefixes: [ 127.0.1.0/24, 198.51.100.0/26 ] }\n";
+	struct conf *c = NULL;
+	unsigned nerr = 0;
+	assert_int_equal(conf_load_string(swapped, strlen(swapped), "swapped.yaml", stderr, &c, &nerr), 0);
+	struct domains *d = NULL;
+	assert_int_equal(domains_load(e->fs->store, &d, NULL), 0);
+	assert_int_equal(snapshot_publish(&e->slot, c, d, 2), 0);
+	snapshot_release(e->x.snap);
+	e->x.snap = snapshot_get(&e->slot);
+	/* nanjing's answer arrives: its client gets it, the cache must not keep it under id 1 */
+	complete(e, 0, (const char *const[]){ "video.cdn.test. 60 IN A 203.0.113.1", NULL });
+	struct waiter *w[2];
+	assert_int_equal(take_replies(e, w, 2), 1);
+	assert_true(query_answer(&e->x, w[0], e->out, sizeof(e->out)) > 12);
+	job_waiter_free(w[0]);
+	/* suzhou, id 1 under the new plan, misses instead of getting nanjing's node */
+	assert_int_equal(ask(e, "127.0.2.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 2);
+	assert_int_equal(e->jobs[1]->partition, 1);
+	uint8_t want[4];
+	inet_pton(AF_INET, "198.51.100.65", want);
+	assert_memory_equal(e->jobs[1]->ecs.addr, want, 4);
+}
+
+static void test_any_and_rd0(void **state)
+{
+	struct env *e = *state;
+	int n = ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_ANY);
+	assert_true(n > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
+	assert_int_equal((e->out[6] << 8) | e->out[7], 1); /* one synthesized HINFO (RFC 8482) */
+	assert_int_equal(e->njobs, 0);
+	/* RD=0: a miss is refused, not resolved */
+	struct client_addr ca;
+	client_at(&ca, "127.0.0.9");
+	uint8_t q[512];
+	size_t len = make_query(q, sizeof(q), "www.example.", WIRE_TYPE_A, WIRE_CLASS_IN);
+	q[2] &= (uint8_t)~0x01; /* RD */
+	n = query_process(&e->x, &ca.cl, q, len, e->out, sizeof(e->out));
+	assert_true(n > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_REFUSED);
+	assert_int_equal(e->njobs, 0);
+	/* once cached, RD=0 gets the answer */
+	assert_int_equal(ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_A), -1);
+	complete(e, 0, (const char *const[]){ "www.example. 300 IN A 192.0.2.80", NULL });
+	struct waiter *w[2];
+	assert_int_equal(take_replies(e, w, 2), 1);
+	job_waiter_free(w[0]);
+	n = query_process(&e->x, &ca.cl, q, len, e->out, sizeof(e->out));
+	assert_true(n > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
+	assert_int_equal((e->out[6] << 8) | e->out[7], 1);
+}
+
+static void test_failure_remembered(void **state)
+{
+	struct env *e = *state;
+	assert_int_equal(ask(e, "127.0.1.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	const struct wire_ede ede = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no authority answered" };
+	inflight_fail(e->jobs[0], WIRE_RCODE_SERVFAIL, &ede, true);
+	e->jobs[0] = NULL;
+	struct waiter *w[2];
+	assert_int_equal(take_replies(e, w, 2), 1);
+	int n = query_answer(&e->x, w[0], e->out, sizeof(e->out));
+	job_waiter_free(w[0]);
+	assert_true(n > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_SERVFAIL);
+	/* within failure_ttl the same city gets the SERVFAIL (with its EDE) from the cache */
+	n = ask(e, "127.0.1.6", "video.cdn.test.", WIRE_TYPE_A);
+	assert_true(n > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_SERVFAIL);
+	assert_int_equal(e->njobs, 1);
+	bool has_ede = false;
+	for (int i = 0; i + 6 <= n; i++)
+		if (e->out[i] == 0 && e->out[i + 1] == WIRE_OPTION_EDE && e->out[i + 4] == 0 &&
+		    e->out[i + 5] == WIRE_EDE_NO_REACHABLE_AUTHORITY)
+			has_ede = true;
+	assert_true(has_ede);
+	/* another city is not affected */
+	assert_int_equal(ask(e, "127.0.2.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +432,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_flagged_name_per_partition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_normal_chain_into_flagged_zone, setup, teardown),
 		cmocka_unit_test(test_unmatched_refuse),
+		cmocka_unit_test_setup_teardown(test_reload_renumbers_partitions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_any_and_rd0, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_remembered, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
