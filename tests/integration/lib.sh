@@ -19,6 +19,8 @@
 #   NET.3  knotd  customer.example.
 #   NET.4  knotd  cdn.test. with mod-geoip (subnet mode, ECS on): the GSLB
 #   NET.5  unbound, subnetcache, sends ECS to NET.4: reference ECS recursor
+#   NET.6  hostile.example. (hostile.c, a lying authority; hostile_start), or
+#          a test's own server (corp.internal. in test_forward_zones.sh)
 #   NET.53@PORT   partdns under test (PORT = 5301 + N for NET 127.10.N), also ::1@PORT
 #
 # What the servers saw -- how and why:
@@ -490,6 +492,23 @@ EOF2
   # localhost. is a built-in local zone: answers without recursing
   it_wait_dns 5 @"$NET.5" localhost. A ||
     die "unbound on $NET.5 did not answer within 5 s" "$(tail -n 5 "$dir/unbound.log" "$dir/stdout.log" 2>/dev/null)"
+}
+
+# hostile_start: the lying authority for hostile.example. (hostile.c; the TLD
+# delegates to it) on NET.6@53, a daemon like the others; waits until it
+# answers good.hostile.example A.
+hostile_start() {
+  local bin=${HOSTILE_BIN:-$PARTDNS_SRC/build/tests/integration/hostile} dir=$IT_TMP/hostile i
+  [ -x "$bin" ] || die "hostile server not found: $bin (build target hostile, or set HOSTILE_BIN)"
+  mkdir -p "$dir"
+  "$bin" "$NET.6" 53 hostile.example. > "$dir/hostile.log" 2>&1 &
+  IT_PIDS[hostile]=$!
+  for ((i = 0; i < 100; i++)); do
+    dig +time=1 +tries=1 +norecurse @"$NET.6" good.hostile.example A 2>/dev/null |
+      grep -q 'IN[[:space:]]*A[[:space:]]*192\.0\.2\.7$' && return 0
+    sleep 0.05
+  done
+  die "hostile server on $NET.6 did not answer within 5 s" "$(tail -n 5 "$dir/hostile.log" 2>/dev/null)"
 }
 
 # ---------------------------------------------------------------- what the servers saw
