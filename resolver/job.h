@@ -45,6 +45,8 @@ struct waiter {
 	uint64_t conn_id;         /* TCP: the connection's id in its listener */
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
+	bool has_local;           /* UDP on a wildcard socket: reply from local */
+	struct sockaddr_storage local;
 	unsigned partition;
 	bool edns_route;          /* went through the EDNS pool */
 	bool echo;                /* echo the client's ECS (trusted frontend) */

@@ -3,9 +3,19 @@
 #include "resolver/net.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+bool net_is_wildcard(const struct conf_addr *a)
+{
+	if (a->ss.ss_family == AF_INET)
+		return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (a->ss.ss_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr);
+	return false;
+}
 
 int net_bind(const struct conf_addr *a, int type)
 {
@@ -20,6 +30,13 @@ int net_bind(const struct conf_addr *a, int type)
 	if (type == SOCK_DGRAM) {
 		int sz = 4 << 20;
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		if (net_is_wildcard(a) &&
+		    (a->ss.ss_family == AF_INET ? setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one))
+		                                : setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))) != 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
 	}
 	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0) {
 		int e = errno;

@@ -2,6 +2,8 @@
 /* This file is private to resolver/. Listening sockets and the tags a listener thread's epoll events carry. */
 #pragma once
 
+#include <stdbool.h>
+
 #include "conf/conf.h"
 
 /* What an epoll event of a listener thread is about. */
@@ -10,13 +12,19 @@ enum net_ev_kind { NET_EV_UDP, NET_EV_TCP_LISTEN, NET_EV_TCP_CONN, NET_EV_REPLIE
 struct net_ev {
 	enum net_ev_kind kind;
 	int fd;
-	void *ptr;  /* NET_EV_TCP_CONN: the connection */
+	bool wildcard; /* NET_EV_UDP bound to 0.0.0.0 or ::: replies name their source (pktinfo) */
+	void *ptr;     /* NET_EV_TCP_CONN: the connection */
 };
+
+/** Is a the wildcard address (0.0.0.0, ::)? */
+bool net_is_wildcard(const struct conf_addr *a);
 
 /**
  * A non-blocking socket of type (SOCK_DGRAM, SOCK_STREAM) bound to a with
  * SO_REUSEPORT (one socket per thread per address: the kernel spreads
- * clients), listening for TCP.
+ * clients), listening for TCP. A wildcard UDP socket also reports each
+ * datagram's destination (IP_PKTINFO, IPV6_RECVPKTINFO), so the reply can
+ * leave from the address the client asked.
  * @return the fd or -errno.
  */
 int net_bind(const struct conf_addr *a, int type);

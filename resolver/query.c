@@ -155,6 +155,10 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
 	wt->conn_id = cl->conn_id;
 	memcpy(&wt->peer, cl->peer, cl->peer_len);
 	wt->peer_len = cl->peer_len;
+	if (cl->local) {
+		wt->has_local = true;
+		wt->local = *cl->local;
+	}
 	wt->partition = rt->part;
 	wt->edns_route = rt->rule != NULL;
 	wt->echo = rt->echo;
@@ -327,7 +331,7 @@ static int answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_t
 		return 0;
 	memcpy(prefix, r->prefix, r->prefix_len);
 	struct query_client cl = { .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
-	                           .peer_len = wt->peer_len };
+	                           .peer_len = wt->peer_len, .local = wt->has_local ? &wt->local : NULL };
 	int len = continue_chain(x, &cl, &wt->q, &rt, r->target, r->target_len, prefix, r->prefix_len, out, limit);
 	return len < 0 ? -1 : (len > 0 ? len : -2);
 }

@@ -36,6 +36,7 @@ struct query_client {
 	uint64_t conn_id;               /* TCP: the connection's id in its listener */
 	const struct sockaddr_storage *peer;
 	socklen_t peer_len;
+	const struct sockaddr_storage *local; /* UDP on a wildcard socket: the address asked (reply from it); else NULL */
 };
 
 /**

@@ -100,7 +100,7 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 			log_err("cannot listen on %s (UDP): %s", a->text, strerror(-fd));
 			goto fail;
 		}
-		w->udp[i] = (struct net_ev){ .kind = NET_EV_UDP, .fd = fd };
+		w->udp[i] = (struct net_ev){ .kind = NET_EV_UDP, .fd = fd, .wildcard = net_is_wildcard(a) };
 		fd = net_bind(a, SOCK_STREAM);
 		if (fd < 0) {
 			log_err("cannot listen on %s (TCP): %s", a->text, strerror(-fd));
@@ -173,7 +173,8 @@ static void drain_replies(struct worker *w)
 			if (wt->tcp)
 				net_tcp_reply(w->conns, wt->conn_id, w->reply, len);
 			else if (len > 0)
-				net_udp_send(wt->udp_fd, &wt->peer, wt->peer_len, w->reply, (size_t)len);
+				net_udp_send(wt->udp_fd, &wt->peer, wt->peer_len, wt->has_local ? &wt->local : NULL, w->reply,
+				             (size_t)len);
 		}
 		job_waiter_free(wt);
 	}
@@ -191,7 +192,7 @@ static void *worker_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			struct net_ev *ev = events[i].data.ptr;
 			switch (ev->kind) {
-			case NET_EV_UDP: net_udp_read(&w->qx, ev->fd); break;
+			case NET_EV_UDP: net_udp_read(&w->qx, ev->fd, ev->wildcard); break;
 			case NET_EV_TCP_LISTEN: net_tcp_accept(w->conns, ev->fd); break;
 			case NET_EV_TCP_CONN: net_tcp_event(w->conns, ev, events[i].events, &w->qx); break;
 			case NET_EV_REPLIES: drain_replies(w); break;
