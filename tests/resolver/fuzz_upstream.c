@@ -84,6 +84,13 @@ static void iterate(const uint8_t *data, size_t size)
 		uint32_t ttl;
 		if (wire_answer_prepare(v.msg, v.msg_len, NULL, &blob, &blob_len, &ttl) == 0)
 			free(blob);
+		/* spliced behind itself, as a CNAME hop would be */
+		uint8_t *sp;
+		size_t sp_len;
+		if (wire_splice(v.msg, v.msg_len, v.msg, v.msg_len, &sp, &sp_len) == 0) {
+			CHECK(wire_iter_init(&it, sp, sp_len) == 0);
+			free(sp);
+		}
 	}
 	edns_verdict_clear(&v);
 	if (v.step == EDNS_STEP_REFERRAL) {

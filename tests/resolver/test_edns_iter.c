@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <ldns/ldns.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,12 +207,138 @@ static void test_response(void **state)
 	}
 }
 
+/* Every record of msg as "owner type" lines, lower case, sorted by section. */
+static void records(const uint8_t *msg, size_t len, char *out, size_t cap)
+{
+	struct wire_iter it;
+	struct wire_rr rr;
+	size_t o = 0;
+	out[0] = 0;
+	assert_int_equal(wire_iter_init(&it, msg, len), 0);
+	while (wire_iter_next(&it, &rr) == 1) {
+		char name[512];
+		assert_true(wire_name_to_text(rr.owner, rr.owner_len, name, sizeof(name)) > 0);
+		for (char *c = name; *c; c++)
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		o += (size_t)snprintf(out + o, cap - o, "%c:%s/%u ", "ANX"[rr.section], name, rr.type);
+	}
+}
+
+static void test_scrub(void **state)
+{
+	static const struct {
+		const char *why;
+		struct msg_spec m;
+		const char *zone;   /* NULL: a forwarder */
+		const char *want;   /* records kept, as records() prints them */
+	} vectors[] = {
+		{ "poison: the CNAME stays, the forged target record, NS and glue go",
+		  { .id = 1, .qname = "poison.cdn.test.", .qtype = 1, .aa = true,
+		    .an = { "poison.cdn.test. 300 IN CNAME www.customer.example.",
+		            "www.customer.example. 86400 IN A 6.6.6.6" },
+		    .ns = { "customer.example. 86400 IN NS ns.evil.test." },
+		    .ar = { "ns.evil.test. 86400 IN A 6.6.6.6" } },
+		  "cdn.test.", "A:poison.cdn.test./5 " },
+		{ "an in-zone chain is kept whole",
+		  { .id = 1, .qname = "a.cdn.test.", .qtype = 1, .aa = true,
+		    .an = { "a.cdn.test. 300 IN CNAME b.cdn.test.", "b.cdn.test. 300 IN A 192.0.2.1" } },
+		  "cdn.test.", "A:a.cdn.test./5 A:b.cdn.test./1 " },
+		{ "records of other owners and types in the answer go",
+		  { .id = 1, .qname = "a.cdn.test.", .qtype = 1, .aa = true,
+		    .an = { "a.cdn.test. 300 IN A 192.0.2.1", "a.cdn.test. 300 IN MX 10 mx.cdn.test.",
+		            "other.cdn.test. 300 IN A 192.0.2.66" } },
+		  "cdn.test.", "A:a.cdn.test./1 " },
+		{ "authority: only the zone's own SOA on the path",
+		  { .id = 1, .qname = "nx.cdn.test.", .qtype = 1, .aa = true, .rcode = 3,
+		    .ns = { "cdn.test. 60 IN SOA ns.cdn.test. h.cdn.test. 1 2 3 4 5",
+		            "test. 60 IN SOA ns.nic.test. h.nic.test. 1 2 3 4 5",
+		            "example. 300 IN NS ns.evil.test." } },
+		  "cdn.test.", "N:cdn.test./6 " },
+		{ "a second CNAME for one owner is dropped",
+		  { .id = 1, .qname = "a.cdn.test.", .qtype = 1, .aa = true,
+		    .an = { "a.cdn.test. 300 IN CNAME b.cdn.test.", "a.cdn.test. 300 IN CNAME evil.cdn.test.",
+		            "b.cdn.test. 300 IN A 192.0.2.1" } },
+		  "cdn.test.", "A:a.cdn.test./5 A:b.cdn.test./1 " },
+		{ "a forwarder's chain crosses zones; unrelated owners go",
+		  { .id = 1, .qname = "fwd.cdn.test.", .qtype = 1,
+		    .an = { "fwd.cdn.test. 300 IN CNAME www.customer.example.",
+		            "www.customer.example. 300 IN A 203.0.113.10", "www.victim.test. 300 IN A 6.6.6.6" },
+		    .ns = { "victim.test. 300 IN NS ns.evil.test." } },
+		  NULL, "A:fwd.cdn.test./5 A:www.customer.example./1 " },
+	};
+	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		size_t len;
+		uint8_t *msg = build(&vectors[i].m, &len);
+		msg[3] |= 0x20; /* AD from upstream: never passed on */
+		uint8_t q[WIRE_MAX_NAME], z[WIRE_MAX_NAME];
+		size_t ql = name(vectors[i].m.qname, q), zl = vectors[i].zone ? name(vectors[i].zone, z) : 1;
+		if (!vectors[i].zone)
+			z[0] = 0;
+		struct wire_scrub p = { .qname = q, .qname_len = ql, .qtype = vectors[i].m.qtype, .zone = z,
+		                        .zone_len = zl, .forwarder = vectors[i].zone == NULL };
+		uint8_t *out;
+		size_t out_len;
+		assert_int_equal(wire_scrub(msg, len, &p, &out, &out_len, NULL), 0);
+		char got[1024];
+		records(out, out_len, got, sizeof(got));
+		if (strcmp(got, vectors[i].want) != 0)
+			fail_msg("%s: kept \"%s\", want \"%s\"", vectors[i].why, got, vectors[i].want);
+		assert_int_equal(out[3] & 0x20, 0);
+		free(out);
+		free(msg);
+	}
+	/* a CNAME loop and a broken A are malformed */
+	struct msg_spec loop = { .id = 1, .qname = "a.cdn.test.", .qtype = 1,
+	                         .an = { "a.cdn.test. 300 IN CNAME b.cdn.test.", "b.cdn.test. 300 IN CNAME a.cdn.test." } };
+	size_t len;
+	uint8_t *msg = build(&loop, &len);
+	uint8_t q[WIRE_MAX_NAME], z[WIRE_MAX_NAME];
+	struct wire_scrub p = { .qname = q, .qname_len = name("a.cdn.test.", q), .qtype = 1, .zone = z,
+	                        .zone_len = name("cdn.test.", z) };
+	uint8_t *out;
+	size_t out_len;
+	assert_int_equal(wire_scrub(msg, len, &p, &out, &out_len, NULL), WIRE_E_FORMERR);
+	free(msg);
+	struct msg_spec good = { .id = 1, .qname = "a.cdn.test.", .qtype = 1, .an = { "a.cdn.test. 300 IN A 192.0.2.1" } };
+	msg = build(&good, &len);
+	assert_int_equal(msg[len - 6], 0);
+	assert_int_equal(msg[len - 5], 4);
+	msg[len - 5] = 0; /* an A record with RDLENGTH 0 (the address cut off) */
+	assert_int_equal(wire_scrub(msg, len - 4, &p, &out, &out_len, NULL), WIRE_E_FORMERR);
+	free(msg);
+}
+
+static void test_negative_answer(void **state)
+{
+	struct msg_spec nx = { .id = 7, .qname = "www.nowhere.test.", .qtype = LDNS_RR_TYPE_SOA, .rcode = 3,
+	                       .ns = { "test. 60 IN SOA ns.nic.test. h.nic.test. 1 2 3 4 5",
+	                               "test. 60 IN NS ns.nic.test." } };
+	size_t len;
+	uint8_t *msg = build(&nx, &len);
+	uint8_t q[WIRE_MAX_NAME];
+	size_t ql = name("www.nowhere.test.", q);
+	uint8_t *out;
+	size_t out_len;
+	assert_int_equal(wire_negative_answer(msg, len, q, ql, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN, &out, &out_len), 0);
+	char got[512];
+	records(out, out_len, got, sizeof(got));
+	assert_string_equal(got, "N:test./6 ");
+	assert_int_equal(out[3] & 0x0f, 3);
+	struct wire_resp_info info;
+	assert_int_equal(wire_response_check(out, out_len, 7, q, ql, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN, NULL, &info), 0);
+	free(out);
+	free(msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_soa_cut),
 		cmocka_unit_test(test_servers),
 		cmocka_unit_test(test_response),
+		cmocka_unit_test(test_scrub),
+		cmocka_unit_test(test_negative_answer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

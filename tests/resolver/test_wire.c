@@ -1947,6 +1947,90 @@ static void test_name_utils(void **state)
 	assert_string_equal(wire_strerror(12345), "unknown error");
 }
 
+/* A signed answer: one entry, RRSIG only for DO clients (RFC 4035 §3.2.1). */
+static void test_write_dnssec_records(void **state)
+{
+	(void)state;
+	struct pkt *p = calloc(1, sizeof(*p));
+	assert_non_null(p);
+	hdr(p, 1, 0x8180, 1, 2, 0, 0);
+	putname(p, "www.example.com");
+	put16(p, WIRE_TYPE_A);
+	put16(p, WIRE_CLASS_IN);
+	putptr(p, 12);
+	size_t at = rr_begin(p, WIRE_TYPE_A, WIRE_CLASS_IN, 300);
+	put_a(p, "198.51.100.1");
+	rr_end(p, at);
+	putptr(p, 12);
+	at = rr_begin(p, 46, WIRE_CLASS_IN, 300); /* RRSIG over A: opaque to us */
+	puthex(p, "0001 0d 03 0000012c 00000000 00000000 0001 00 deadbeef");
+	rr_end(p, at);
+	uint8_t *blob;
+	size_t blob_len;
+	uint32_t ttl;
+	assert_int_equal(wire_answer_prepare(p->b, p->n, NULL, &blob, &blob_len, &ttl), 0);
+	assert_int_equal(ttl, 300);
+	const struct {
+		const char *msg;
+		uint16_t qtype;
+		bool do_bit;
+		unsigned ancount;
+	} rows[] = {
+		{ "DO: the A and its RRSIG", WIRE_TYPE_A, true, 2 },
+		{ "no DO: the A alone", WIRE_TYPE_A, false, 1 },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct pkt cq;
+		make_query(&cq, 5, 0x0100, "www.example.com", rows[i].qtype, 1232, rows[i].do_bit, NULL);
+		struct wire_query q;
+		query_from(rows[i].msg, &cq, &q);
+		uint8_t out[2048];
+		int n = wire_answer_write(&q, cq.b, blob, blob_len, 0, NULL, out, sizeof(out));
+		EXPECT_TRUE(rows[i].msg, n > 0);
+		ldns_pkt *pk = must_parse(rows[i].msg, out, (size_t)n);
+		EXPECT_INT(rows[i].msg, ldns_pkt_ancount(pk), rows[i].ancount);
+		ldns_pkt_free(pk);
+	}
+	free(blob);
+	free(p);
+}
+
+static void test_write_ede_and_any(void **state)
+{
+	(void)state;
+	struct pkt cq;
+	make_query(&cq, 5, 0x0100, "www.example.com", WIRE_TYPE_A, 1232, false, NULL);
+	struct wire_query q;
+	query_from("ede", &cq, &q);
+	const struct wire_ede ede = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no authority answered" };
+	uint8_t out[512];
+	int n = wire_write_error(&q, WIRE_RCODE_SERVFAIL, NULL, &ede, out, sizeof(out));
+	assert_true(n > 0);
+	/* the EDE option: code 15, length 2 + text, INFO-CODE 22, the text */
+	static const uint8_t want[] = { 0, 15, 0, 23, 0, 22, 'n', 'o', ' ' };
+	assert_true(contains(out, (size_t)n, want, sizeof(want)));
+	ldns_pkt *pk = must_parse("ede", out, (size_t)n);
+	assert_int_equal(ldns_pkt_get_rcode(pk), LDNS_RCODE_SERVFAIL);
+	ldns_pkt_free(pk);
+	/* no EDNS in the query: no EDE (RFC 8914 §2) */
+	struct pkt plain;
+	make_query(&plain, 6, 0x0100, "www.example.com", WIRE_TYPE_A, 0, false, NULL);
+	query_from("no edns", &plain, &q);
+	n = wire_write_error(&q, WIRE_RCODE_SERVFAIL, NULL, &ede, out, sizeof(out));
+	assert_int_equal(n, 12 + 17 + 4);
+	/* ANY: one HINFO "RFC8482" */
+	struct pkt any;
+	make_query(&any, 7, 0x0100, "www.example.com", WIRE_TYPE_ANY, 1232, false, NULL);
+	query_from("any", &any, &q);
+	n = wire_write_any(&q, NULL, out, sizeof(out));
+	assert_true(n > 0);
+	pk = must_parse("any", out, (size_t)n);
+	assert_int_equal(ldns_pkt_ancount(pk), 1);
+	assert_int_equal(ldns_rr_get_type(ldns_rr_list_rr(ldns_pkt_answer(pk), 0)), LDNS_RR_TYPE_HINFO);
+	ldns_pkt_free(pk);
+	assert_int_equal(wire_write_any(&q, NULL, out, 40), -ENOSPC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1968,6 +2052,8 @@ int main(void)
 		cmocka_unit_test(test_write_0x20),
 		cmocka_unit_test(test_write_fit),
 		cmocka_unit_test(test_write_ad),
+		cmocka_unit_test(test_write_dnssec_records),
+		cmocka_unit_test(test_write_ede_and_any),
 		cmocka_unit_test(test_write_ecs_echo),
 		cmocka_unit_test(test_query_build),
 		cmocka_unit_test(test_response_check_table),
