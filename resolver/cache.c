@@ -95,6 +95,7 @@ struct cache {
 	uint32_t shard_mask;
 	size_t max_bytes;
 	struct hash_key key;  /* per-cache random hash key */
+	_Atomic unsigned reap_next; /* the shard cache_reap visits next */
 };
 
 /* Counter/occupancy update by the only writer (the lock holder). */
@@ -482,6 +483,30 @@ size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t kle
 		for (size_t k = 0; k < n; k++) {
 			struct entry *next = e->cnext;
 			if (match == NULL || match(entry_key(e), e->klen, arg)) {
+				shard_remove(s, e, &garbage);
+				removed++;
+			}
+			e = next;
+		}
+		shard_unlock(&s->lock);
+		free_list(garbage);
+	}
+	return removed;
+}
+
+size_t cache_reap(struct cache *c, uint32_t now, unsigned nshards)
+{
+	size_t removed = 0;
+	for (unsigned k = 0; k < nshards && k < c->nshards; k++) {
+		unsigned i = atomic_fetch_add_explicit(&c->reap_next, 1, memory_order_relaxed) % c->nshards;
+		struct shard *s = &c->shards[i];
+		struct entry *garbage = NULL;
+		shard_wrlock(&s->lock);
+		size_t n = get_sz(&s->entries);
+		struct entry *e = s->hand;
+		for (size_t j = 0; j < n; j++) {
+			struct entry *next = e->cnext;
+			if (!entry_live(e, now)) {
 				shard_remove(s, e, &garbage);
 				removed++;
 			}

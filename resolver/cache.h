@@ -87,6 +87,15 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t klen, void *arg),
 		   void *arg);
 
+/**
+ * Free the expired entries of the next nshards shards (round robin), so
+ * memory held by entries nobody asks for again (a flood of random names)
+ * goes back before eviction would reach them.
+ * @return entries removed (counted neither as evictions nor as expired
+ *         lookups). Thread-safe.
+ */
+size_t cache_reap(struct cache *c, uint32_t now, unsigned nshards);
+
 /** Counters since cache_new(), and current occupancy. */
 struct cache_stats {
 	uint64_t hits;         /* lookups that called fn */

@@ -3,16 +3,19 @@
 #include "resolver/daemon.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "control/server.h"
 #include "partition/partition.h"
 #include "resolver/cache.h"
+#include "resolver/clock.h"
 #include "resolver/inflight.h"
 #include "resolver/log.h"
 #include "resolver/resolve_edns.h"
@@ -170,6 +173,20 @@ static void control_log(int level, const char *msg)
 
 /* ---- life cycle ---- */
 
+/* Sockets for queries in flight: take every descriptor the hard limit allows. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			log_warn("cannot raise the open-file limit: %s", strerror(errno));
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 16384)
+		log_warn("open-file limit %llu: under a flood of misses the resolution pools may run out of "
+		         "sockets (LimitNOFILE= in the systemd unit, ulimit -n)", (unsigned long long)rl.rlim_cur);
+}
+
 struct daemon *daemon_new(const char *conf_path, struct conf *c)
 {
 	struct daemon *d = calloc(1, sizeof(*d));
@@ -177,6 +194,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c)
 		conf_free(c);
 		return NULL;
 	}
+	raise_fd_limit();
 	d->conf_path = strdup(conf_path);
 	d->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	snapshot_slot_init(&d->snapshots);
@@ -397,7 +415,13 @@ int daemon_run(struct daemon *d)
 
 	/* Signals and the store are polled here; one second bounds pick-up. */
 	struct timespec tick = { .tv_sec = 0, .tv_nsec = 250 * 1000000L };
+	unsigned ticks = 0;
 	while (!stopping(d)) {
+		/* After a burst (a flood of misses, a big reload) glibc keeps the
+		 * freed memory; give it back every 10 s so RSS follows the load. */
+		cache_reap(d->cache, clock_sec(), 4); /* every shard every 4 s at 250 ms a tick */
+		if (++ticks % 40 == 0)
+			malloc_trim(0);
 		int sig = sigtimedwait(&set, NULL, &tick);
 		if (sig == SIGINT || sig == SIGTERM) {
 			log_info("signal %d: shutting down", sig);

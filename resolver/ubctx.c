@@ -74,6 +74,24 @@ struct ub_ctx *ubctx_new(const struct conf *c)
 	}
 	if (c->resolver.nforward_zones > 0 && load_forward_zones(ctx, c) != 0)
 		goto fail;
+	/*
+	 * Defaults for an ISP's load, before the operator's options (which win):
+	 * queries to servers that never answer each hold an outgoing socket
+	 * until they time out; with libunbound's default range a flood of
+	 * random names under one dead zone took every socket and healthy names
+	 * waited seconds for one (bench/RESULTS.md "Dead authorities").
+	 * ratelimit bounds what one zone may take at all.
+	 */
+	char qps[16];
+	snprintf(qps, sizeof(qps), "%u", c->resolver.zone_qps);
+	const char *defaults[][2] = { { "outgoing-range:", "8192" }, { "ratelimit:", qps } };
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+		rc = ub_ctx_set_option(ctx, defaults[i][0], defaults[i][1]);
+		if (rc != 0) {
+			log_err("libunbound option %s %s: %s", defaults[i][0], defaults[i][1], ub_strerror(rc));
+			goto fail;
+		}
+	}
 	for (size_t i = 0; i < c->resolver.noptions; i++) {
 		const struct conf_option *o = &c->resolver.options[i];
 		rc = ub_ctx_set_option(ctx, o->name, o->value);

@@ -650,6 +650,33 @@ static void test_shrink_table(void **state)
 	cache_free(c);
 }
 
+static void test_reap(void **state)
+{
+	struct cache *c = cache_new(1024 * KiB, 4);
+	assert_non_null(c);
+	char key[32];
+	for (unsigned i = 0; i < 100; i++) {
+		fmt_key(key, sizeof(key), "short", i);
+		assert_int_equal(cache_insert(c, (const uint8_t *)key, strlen(key), NULL, 0, 100, 5), 0);
+		fmt_key(key, sizeof(key), "long", i);
+		assert_int_equal(cache_insert(c, (const uint8_t *)key, strlen(key), NULL, 0, 100, 500), 0);
+	}
+	assert_int_equal(stats_of(c).entries, 200);
+	/* nothing expired yet: nothing reaped */
+	assert_int_equal(cache_reap(c, 104, 4), 0);
+	/* past the short TTL: a round over every shard frees exactly those, unasked */
+	size_t n = 0;
+	for (int round = 0; round < 4; round++)
+		n += cache_reap(c, 105, 1);
+	assert_int_equal(n, 100);
+	struct cache_stats st = stats_of(c);
+	assert_int_equal(st.entries, 100);
+	assert_int_equal(st.evictions, 0);
+	fmt_key(key, sizeof(key), "long", 7);
+	assert_true(present(c, key, 105));
+	cache_free(c);
+}
+
 /* --- stats, scripted --- */
 
 static void test_stats(void **state)
@@ -1059,6 +1086,7 @@ int main(void)
 		cmocka_unit_test(test_evict_expired_first),
 		cmocka_unit_test(test_e2big),
 		cmocka_unit_test(test_shrink_table),
+		cmocka_unit_test(test_reap),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_shard_spread),
 		cmocka_unit_test(test_model),
