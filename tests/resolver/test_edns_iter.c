@@ -198,10 +198,12 @@ static void test_response(void **state)
 			if (gl != wl || memcmp(got, want, wl) != 0)
 				fail_msg("%s: wrong name", vectors[i].why);
 		}
+		edns_verdict_clear(&v);
 		/* every prefix of the message is handled: ignored or refused, never taken as an answer */
 		for (size_t cut = 0; cut < len; cut++) {
 			edns_iter_response(&hop, msg, cut, &v);
 			assert_true(v.step == EDNS_STEP_IGNORE || v.step == EDNS_STEP_NEXT_SERVER || v.step == EDNS_STEP_TCP);
+			edns_verdict_clear(&v);
 		}
 		free(msg);
 	}
