@@ -80,6 +80,13 @@ static void load_include(struct loader *L)
 	conf_schema_apply_include(L, L->docs[1].root);
 }
 
+/* The main file holds no settings at all: an error at its start. */
+static void report_empty(struct loader *L)
+{
+	struct ynode at = { .type = YNODE_SCALAR, .line = 1, .col = 1, .src = &L->docs[0].src };
+	conf_error(L, &at, false, "the file is empty; start from conf/partdns.yaml");
+}
+
 /* Parse, apply, include, check; dir (owned, may be NULL) resolves relative includes. */
 static int load(const char *text, size_t len, const char *name, char *dir, FILE *err,
                 struct conf **out, unsigned *nerrors)
@@ -106,7 +113,11 @@ static int load(const char *text, size_t len, const char *name, char *dir, FILE 
 		else
 			L->ndocs = 1;
 	}
-	if (L->ndocs == 1) {
+	if (L->ndocs == 1 && conf_ynode_is_null(L->docs[0].root)) {
+		/* Nothing but comments, blanks, "---" or a null: a truncated or
+		 * wrong file, never a wish for every default. */
+		report_empty(L);
+	} else if (L->ndocs == 1) {
 		conf_schema_apply(L, L->docs[0].root);
 		/* The schema only records a named include; reading files is the loader's job. */
 		if (L->st.include_pending)

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "conf/text.h"
 
@@ -24,6 +26,9 @@
 #define RECORD_FAMILY_V6 6
 #define STORE_MAX_READERS 256 /* reader slots; the daemon uses a few, tools one */
 #define STORE_GROW_TRIES 4    /* doublings tried when a write fills the map */
+/* A write that fails with EIO while the file system has less than this free
+ * was cut short by the full disk: LMDB turns a short pwrite into EIO. */
+#define STORE_NEARLY_FULL ((unsigned long long)1 << 20)
 
 #define META_VERSION "version"
 #define META_FORMAT "format"
@@ -33,11 +38,24 @@ struct store {
 	MDB_dbi domains;
 	MDB_dbi meta;
 	bool readonly;
+	unsigned stale_readers; /* reader slots of dead processes freed at open */
+	char *dir;              /* for telling a full disk from an I/O error */
 	/* Held shared by every transaction and exclusively to change the map
 	 * size: LMDB requires that no transaction of this process is active
 	 * then, and with MDB_NOTLS other threads may be reading. */
 	pthread_rwlock_t maplock;
 };
+
+/* Is the file system holding dir (nearly) out of space? */
+static bool disk_nearly_full(const char *dir)
+{
+	struct statvfs vfs;
+	if (dir == NULL || statvfs(dir, &vfs) != 0)
+		return false;
+	/* root may write into the blocks reserved for it, others may not. */
+	unsigned long long blocks = geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail;
+	return blocks * vfs.f_frsize < STORE_NEARLY_FULL;
+}
 
 /* Translate an LMDB result into our codes; the one place LMDB codes enter. */
 static int lmdb_error(int rc)
@@ -68,6 +86,19 @@ static int lmdb_error(int rc)
 			return -rc;
 		return STORE_E_LMDB;
 	}
+}
+
+/*
+ * lmdb_error for a call that may have written to dir: LMDB reports a pwrite
+ * cut short (the disk filled up during the write) as EIO, which would tell
+ * the operator about a broken disk instead of a full one.
+ */
+static int lmdb_write_error(const char *dir, int rc)
+{
+	int err = lmdb_error(rc);
+	if (err == -EIO && disk_nearly_full(dir))
+		return -ENOSPC;
+	return err;
 }
 
 static void put_be16(uint8_t *p, uint16_t v)
@@ -369,7 +400,7 @@ static int store_init(struct store *s)
 		rc = meta_put(txn, s->meta, META_FORMAT, f, sizeof(f));
 		if (rc == MDB_SUCCESS)
 			rc = meta_put(txn, s->meta, META_VERSION, v, sizeof(v));
-		err = lmdb_error(rc);
+		err = lmdb_write_error(s->dir, rc);
 		format = STORE_FORMAT;
 	}
 	if (err == 0 && format != STORE_FORMAT)
@@ -379,7 +410,7 @@ static int store_init(struct store *s)
 		return err;
 	}
 	/* Committing keeps the database handles, for a read transaction too. */
-	return lmdb_error(txn_commit(s, txn));
+	return lmdb_write_error(s->dir, txn_commit(s, txn));
 }
 
 int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store **out)
@@ -387,28 +418,25 @@ int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store
 	if (dir == NULL || *dir == '\0' || out == NULL)
 		return -EINVAL;
 	*out = NULL;
-	int err;
-	if (readonly) {
-		struct stat st;
-		if (stat(dir, &st) != 0)
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-	} else if ((err = mkdir_p(dir, 0750)) != 0) {
+	/* Never created here: a mistyped path must not become an empty store. */
+	int err = store_prepare_dir(dir, false);
+	if (err != 0)
 		return err;
-	}
 
 	struct store *s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return -ENOMEM;
 	s->readonly = readonly;
-	if (pthread_rwlock_init(&s->maplock, NULL) != 0) {
+	s->dir = strdup(dir);
+	if (s->dir == NULL || pthread_rwlock_init(&s->maplock, NULL) != 0) {
+		free(s->dir);
 		free(s);
 		return -ENOMEM;
 	}
 	int rc = mdb_env_create(&s->env);
 	if (rc != MDB_SUCCESS) {
 		pthread_rwlock_destroy(&s->maplock);
+		free(s->dir);
 		free(s);
 		return lmdb_error(rc);
 	}
@@ -423,16 +451,20 @@ int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store
 	unsigned flags = MDB_NOTLS | (readonly ? MDB_RDONLY : 0);
 	if (rc == MDB_SUCCESS)
 		rc = mdb_env_open(s->env, dir, flags, 0640);
-	err = lmdb_error(rc);
+	err = readonly ? lmdb_error(rc) : lmdb_write_error(dir, rc);
 	if (err == 0) {
-		int dead;
-		/* Free reader slots of processes that died (kill -9) with a txn open. */
-		mdb_reader_check(s->env, &dead);
+		/* Free reader slots of processes that died (kill -9) with a txn
+		 * open: they pin old pages, so the file would only grow. A failed
+		 * check is no reason not to open; the slots stay taken. */
+		int dead = 0;
+		if (mdb_reader_check(s->env, &dead) == MDB_SUCCESS && dead > 0)
+			s->stale_readers = (unsigned)dead;
 		err = store_init(s);
 	}
 	if (err != 0) {
 		mdb_env_close(s->env);
 		pthread_rwlock_destroy(&s->maplock);
+		free(s->dir);
 		free(s);
 		return err;
 	}
@@ -451,7 +483,25 @@ void store_close(struct store *s)
 		return;
 	mdb_env_close(s->env);
 	pthread_rwlock_destroy(&s->maplock);
+	free(s->dir);
 	free(s);
+}
+
+unsigned store_stale_readers(const struct store *s)
+{
+	return s != NULL ? s->stale_readers : 0;
+}
+
+int store_prepare_dir(const char *dir, bool create)
+{
+	if (dir == NULL || *dir == '\0')
+		return -EINVAL;
+	struct stat st;
+	if (stat(dir, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	if (errno != ENOENT || !create)
+		return -errno;
+	return mkdir_p(dir, 0750);
 }
 
 /* Add one to meta "version" inside txn. @return an LMDB code. */
@@ -503,19 +553,19 @@ static int put_many_once(struct store *s, const struct store_domain *d, size_t n
 		if (rc != MDB_SUCCESS) {
 			txn_abort(s, txn);
 			*map_full = rc == MDB_MAP_FULL;
-			return lmdb_error(rc);
+			return lmdb_write_error(s->dir, rc);
 		}
 	}
 	int rc = version_bump(s, txn);
 	if (rc != MDB_SUCCESS) {
 		txn_abort(s, txn);
 		*map_full = rc == MDB_MAP_FULL;
-		return lmdb_error(rc);
+		return lmdb_write_error(s->dir, rc);
 	}
 	rc = txn_commit(s, txn);
 	if (rc != MDB_SUCCESS) {
 		*map_full = rc == MDB_MAP_FULL;
-		return lmdb_error(rc);
+		return lmdb_write_error(s->dir, rc);
 	}
 	if (nreplaced != NULL)
 		*nreplaced = replaced;
@@ -578,7 +628,7 @@ int store_del(struct store *s, const char *name)
 			return 0;
 		/* A delete needs pages too (copy-on-write), so it can fill the map. */
 		if (rc != MDB_MAP_FULL || tries >= STORE_GROW_TRIES)
-			return lmdb_error(rc);
+			return lmdb_write_error(s->dir, rc);
 		if ((err = map_grow(s)) != 0)
 			return err;
 	}
@@ -666,7 +716,8 @@ const char *store_strerror(int err)
 	case STORE_E_VERSION:
 		return "store was written by an incompatible version";
 	case -ENOSPC:
-		return "store is full (map size or disk)";
+	case -EDQUOT:
+		return "no space left for the store: LMDB map full / disk full";
 	case -EROFS:
 		return "store is open readonly";
 	default:
@@ -674,4 +725,21 @@ const char *store_strerror(int err)
 			return strerror(-err);
 		return "unknown error";
 	}
+}
+
+const char *store_message(int err, const char *dir, char *buf, size_t size)
+{
+	struct stat st;
+	if (dir == NULL)
+		dir = "(none)";
+	if (err == -ENOENT && stat(dir, &st) != 0 && errno == ENOENT)
+		snprintf(buf, size,
+		         "store directory %s does not exist (set server.create_store: true, or run "
+		         "partdnsctl domain add --create)",
+		         dir);
+	else if (err == -ENOSPC || err == -EDQUOT)
+		snprintf(buf, size, "no space left for the store (%s): LMDB map full / disk full", dir);
+	else
+		snprintf(buf, size, "store %s: %s", dir, store_strerror(err));
+	return buf;
 }

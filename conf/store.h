@@ -28,8 +28,12 @@ struct store_domain {
 struct store;
 
 /**
- * Open (and with readonly false, create) the environment in directory dir.
+ * Open the environment in directory dir, which must exist (see
+ * store_prepare_dir): a mistyped path is -ENOENT, never a new empty store.
+ * With readonly false, an existing directory without a store gets one.
  * Many readers and one writer may have it open at once, across processes.
+ * Reader slots left by processes that died with a read transaction open are
+ * freed here (see store_stale_readers).
  * @return 0 (*out set, close with store_close), -errno, or STORE_E_*.
  */
 int store_open(const char *dir, bool readonly, struct store **out);
@@ -68,6 +72,9 @@ const char *store_strerror(int err);
  *   store_get/store_version but must not write to the same store.
  * - store_put/store_del on a store opened readonly return -EROFS; they
  *   return -EINVAL for a name that is empty or not normalized.
+ * - A write that fails because the disk is full (ENOSPC, EDQUOT, or EIO
+ *   from a short write while the file system has almost no space left) and
+ *   a map that cannot grow are -ENOSPC (or -EDQUOT); nothing was committed.
  * - Files are created 0640 and directories 0750, and LMDB writes its lock
  *   file even for readers: the daemon and partdnsctl must run as the same
  *   user (or root) to share a store.
@@ -80,10 +87,41 @@ const char *store_strerror(int err);
 #define STORE_RECORD_MAX (4 + STORE_MAX_FORWARD * 19)
 
 /**
+ * Make sure the store directory dir exists before store_open: with create,
+ * make it (and missing parents, mode 0750) when it does not; without, only
+ * check. The daemon creates it only with server.create_store: true,
+ * partdnsctl only with --create.
+ * @return 0 (dir is a directory), -ENOENT (missing and not create), -ENOTDIR,
+ *         -EINVAL (empty), or -errno of stat/mkdir.
+ */
+int store_prepare_dir(const char *dir, bool create);
+
+/**
+ * How many reader slots of dead processes store_open freed for s (LMDB's
+ * mdb_reader_check: a process killed with a read transaction open keeps its
+ * slot, which pins old pages so the file only grows). Only slots left while
+ * another process kept the store open are seen: the first opener of an
+ * unused store resets the whole reader table anyway.
+ */
+unsigned store_stale_readers(const struct store *s);
+
+/**
+ * An operator's message for err from a store call on directory dir, in buf:
+ * - -ENOENT with dir missing: "store directory DIR does not exist (set
+ *   server.create_store: true, or run partdnsctl domain add --create)";
+ * - -ENOSPC, -EDQUOT (LMDB's map full, a full disk or quota; a write cut
+ *   short by a full disk, which LMDB reports as EIO, is -ENOSPC too): "no
+ *   space left for the store (DIR): LMDB map full / disk full";
+ * - else "store DIR: " + store_strerror(err).
+ * @return buf.
+ */
+const char *store_message(int err, const char *dir, char *buf, size_t size);
+
+/**
  * As store_open, with the initial map size in bytes (0 = STORE_MAPSIZE_DEFAULT).
  * The store grows the map by itself; this is for tests and very large stores.
- * A readonly open returns -ENOENT when dir or its data file does not exist
- * (or the store was never initialized by a writer).
+ * Any open returns -ENOENT when dir does not exist; a readonly one also when
+ * its data file does not (the store was never initialized by a writer).
  */
 int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store **out);
 

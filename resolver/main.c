@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "conf/conf.h"
+#include "conf/store.h"
 #include "resolver/log.h"
 #include "resolver/daemon.h"
 
@@ -54,6 +55,15 @@ int main(int argc, char **argv)
 		printf("%s: configuration OK\n", path);
 		conf_free(c);
 		return 0;
+	}
+	/* The store directory must exist (created only with server.create_store:
+	 * true): a mistyped server.store must not start with an empty store. */
+	rc = store_prepare_dir(c->server.store, c->server.create_store);
+	if (rc != 0) {
+		char msg[1024];
+		log_err("%s", store_message(rc, c->server.store, msg, sizeof(msg)));
+		conf_free(c);
+		return 1;
 	}
 	struct daemon *d = daemon_new(path, c);
 	if (d == NULL)

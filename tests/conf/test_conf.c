@@ -270,6 +270,7 @@ static void assert_defaults(const struct conf *c, const char *msg)
 	assert_string_equal(buf, "::1/128");
 	assert_string_equal(c->server.control, "/run/partdns/control.sock");
 	assert_string_equal(c->server.store, "/var/lib/partdns");
+	assert_false(c->server.create_store);
 	assert_int_equal(c->server.tcp_idle_ms, 10000);
 	assert_int_equal(c->server.tcp_max_clients, 1000);
 	assert_int_equal(c->cache.max_bytes, 256ull << 20);
@@ -300,10 +301,7 @@ static void test_defaults(void **state)
 		const char *text;
 		const char *msg;
 	} v[] = {
-		{ "", "empty text" },
-		{ "# only a comment\n", "a comment" },
-		{ "---\n", "an empty document" },
-		{ "--- ~\n...\n", "a null document" },
+		/* An empty file is an error (test_empty); an empty mapping is a choice. */
 		{ "{}\n", "an empty mapping" },
 		{ "server:\ncache:\nresolver:\nedns:\npartitions:\n", "empty sections" },
 		{ "server: {}\npartitions: { list: [] }\n", "empty flow sections" },
@@ -321,6 +319,49 @@ static void test_defaults(void **state)
 		free(out);
 		conf_free(c);
 	}
+}
+
+/* A file without a single setting is refused, whatever it holds instead. */
+static void test_empty(void **state)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+		const char *msg;
+	} v[] = {
+		{ "", 0, "empty text" },
+		{ "\n\n", 2, "blank lines" },
+		{ "   \n  \n", 7, "spaces" },
+		{ "# only a comment\n", 17, "a comment" },
+		{ "# a\n\n# b\n   # c\n", 16, "comments and blanks" },
+		{ "---\n", 4, "an empty document" },
+		{ "# c\n---\n...\n", 12, "a comment and an empty document" },
+		{ "--- ~\n...\n", 10, "a null document" },
+		{ "null\n", 5, "null" },
+		{ "~", 1, "a tilde" },
+		{ "\xef\xbb\xbf", 3, "a byte order mark" },
+		{ "\xef\xbb\xbf# c\n", 7, "a byte order mark and a comment" },
+	};
+	const char *want = "t.yaml:1:1: error: the file is empty; start from conf/partdns.yaml\n";
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		assert_int_equal(strlen(v[i].text), v[i].len);
+		struct capture cap;
+		struct conf *c = (struct conf *)&cap; /* must be reset */
+		unsigned nerr = 99;
+		int rc = conf_load_string(v[i].text, v[i].len, "t.yaml", capture_open(&cap), &c,
+		                          &nerr);
+		const char *out = capture_close(&cap);
+		if (rc != CONF_E_INVALID || nerr != 1 || c != NULL || strcmp(out, want) != 0)
+			fail_msg("%s: rc %d, %u errors, output '%s'", v[i].msg, rc, nerr, out);
+		free(cap.text);
+	}
+	/* One setting is enough, even one that keeps its default. */
+	struct conf *c;
+	char *out;
+	assert_int_equal(load_string("server:\n  threads: 2\n", &c, &out, NULL), 0);
+	assert_string_equal(out, "");
+	free(out);
+	conf_free(c);
 }
 
 static void test_threads_auto(void **state)
@@ -362,6 +403,7 @@ static void test_full(void **state)
 	assert_string_equal(buf, "10.0.0.0/8");
 	assert_string_equal(c->server.control, "/tmp/partdns.sock");
 	assert_string_equal(c->server.store, "/tmp/partdns-store");
+	assert_true(c->server.create_store);
 	assert_int_equal(c->server.tcp_idle_ms, 100);
 	assert_int_equal(c->server.tcp_max_clients, 100000);
 	assert_int_equal(c->cache.max_bytes, 1ull << 30);
@@ -792,6 +834,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_addr_parse),     cmocka_unit_test(test_name_normalize),
 		cmocka_unit_test(test_strerror),       cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_threads_auto),   cmocka_unit_test(test_full),
 		cmocka_unit_test(test_data_files),     cmocka_unit_test(test_load_string_name),
 		cmocka_unit_test(test_include_dir),    cmocka_unit_test(test_missing_file),

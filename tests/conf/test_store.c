@@ -13,6 +13,8 @@
 #include <arpa/inet.h>
 #include <lmdb.h>
 #include <pthread.h>
+#include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,10 +104,13 @@ static void assert_domain_equal(const struct store_domain *want, const struct st
 	}
 }
 
+/* Open dir read-write, making the directory first as --create would. */
 static struct store *open_rw(const char *dir)
 {
 	struct store *s = NULL;
-	int err = store_open(dir, false, &s);
+	int err = store_prepare_dir(dir, true);
+	if (err == 0)
+		err = store_open(dir, false, &s);
 	if (err != 0)
 		fail_msg("store_open(%s): %s", dir, store_strerror(err));
 	return s;
@@ -141,11 +146,54 @@ static void test_open_missing(void **state)
 	assert_string_not_equal(store_strerror(-ENOENT), "unknown error");
 }
 
+/* A store directory that does not exist is an error, never a new empty store. */
+static void test_open_never_creates(void **state)
+{
+	char dir[4200], deep[4300], msg[8300], want[8300];
+	newdir(dir, sizeof(dir));
+	snprintf(deep, sizeof(deep), "%s/a/b", dir);
+	struct store *s = (struct store *)0x1;
+	assert_int_equal(store_open(deep, false, &s), -ENOENT);
+	assert_null(s);
+	assert_int_equal(store_open(deep, true, &s), -ENOENT);
+	assert_int_equal(store_open_size(deep, false, 1 << 20, &s), -ENOENT);
+	struct stat st;
+	assert_int_equal(stat(dir, &st), -1); /* not even the parent */
+	assert_int_equal(store_prepare_dir(deep, false), -ENOENT);
+	assert_int_equal(stat(dir, &st), -1);
+	assert_int_equal(store_prepare_dir("", true), -EINVAL);
+	snprintf(want, sizeof(want),
+	         "store directory %s does not exist (set server.create_store: true, or run "
+	         "partdnsctl domain add --create)",
+	         deep);
+	assert_string_equal(store_message(-ENOENT, deep, msg, sizeof(msg)), want);
+	/* An existing directory: store_open makes the store in it. */
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(store_prepare_dir(dir, false), 0);
+	assert_int_equal(store_open(dir, true, &s), -ENOENT); /* no store yet */
+	snprintf(want, sizeof(want), "store %s: %s", dir, store_strerror(-ENOENT));
+	assert_string_equal(store_message(-ENOENT, dir, msg, sizeof(msg)), want);
+	assert_int_equal(store_open(dir, false, &s), 0);
+	store_close(s);
+	assert_int_equal(store_open(dir, true, &s), 0);
+	store_close(s);
+	/* A file where the directory should be. */
+	snprintf(deep, sizeof(deep), "%s/file", dir);
+	FILE *f = fopen(deep, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(store_prepare_dir(deep, true), -ENOTDIR);
+	assert_int_equal(store_prepare_dir(deep, false), -ENOTDIR);
+}
+
 static void test_open_creates(void **state)
 {
 	char dir[4200], deep[4300];
 	newdir(dir, sizeof(dir));
 	snprintf(deep, sizeof(deep), "%s/a/b/c", dir);
+	/* Made only when asked (server.create_store, --create). */
+	assert_int_equal(store_prepare_dir(deep, true), 0);
+	assert_int_equal(store_prepare_dir(deep, true), 0); /* and again: it is there */
 	struct store *s = open_rw(deep);
 	struct stat st;
 	assert_int_equal(stat(deep, &st), 0);
@@ -578,7 +626,7 @@ static void test_kill9_durability(void **state)
 	if (pid == 0) {
 		close(p[0]);
 		struct store *w;
-		if (store_open(dir, false, &w) != 0)
+		if (store_prepare_dir(dir, true) != 0 || store_open(dir, false, &w) != 0)
 			_exit(4);
 		for (unsigned i = 0;; i++) {
 			char line[64];
@@ -631,6 +679,7 @@ static void test_map_growth(void **state)
 	char dir[4200];
 	newdir(dir, sizeof(dir));
 	struct store *w;
+	assert_int_equal(store_prepare_dir(dir, true), 0);
 	assert_int_equal(store_open_size(dir, false, small, &w), 0);
 	store_close(w);
 
@@ -738,6 +787,210 @@ static void test_threads(void **state)
 	store_close(s);
 }
 
+/* Read one byte from fd (a child's signal); -1 on EOF or error. */
+static int wait_byte(int fd)
+{
+	char c;
+	return read(fd, &c, 1) == 1 ? c : -1;
+}
+
+static int die_in_read(const struct store_domain *d, void *arg)
+{
+	kill(getpid(), SIGKILL); /* with the read transaction open */
+	return 0;
+}
+
+/*
+ * A process killed inside a read transaction leaves its reader slot behind
+ * while another process keeps the store open (as the daemon does); the next
+ * open frees it and says so.
+ */
+static void test_stale_readers(void **state)
+{
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct store_domain a = domain("a.example.", false, CONF_POLICY_ITERATE);
+	assert_int_equal(store_put(s, &a), 0);
+	assert_int_equal(store_stale_readers(s), 0);
+	store_close(s);
+
+	/* Fork both before this process opens anything: an env must not cross a fork. */
+	int ready[2], quit[2], go[2];
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(quit), 0);
+	assert_int_equal(pipe(go), 0);
+	pid_t holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		struct store *h;
+		if (store_open(dir, true, &h) != 0)
+			_exit(4);
+		write_all(ready[1], "r", 1);
+		wait_byte(quit[0]);
+		store_close(h);
+		_exit(0);
+	}
+	pid_t victim = fork();
+	assert_true(victim >= 0);
+	if (victim == 0) {
+		if (wait_byte(go[0]) < 0)
+			_exit(2);
+		struct store *v;
+		if (store_open(dir, true, &v) != 0)
+			_exit(4);
+		store_foreach(v, die_in_read, NULL);
+		_exit(5); /* not reached */
+	}
+	assert_int_equal(wait_byte(ready[0]), 'r');
+	assert_int_equal(write(go[1], "g", 1), 1);
+	int status;
+	assert_int_equal(waitpid(victim, &status, 0), victim);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		fail_msg("the reader child was to die by SIGKILL, status %d", status);
+
+	s = NULL;
+	assert_int_equal(store_open(dir, false, &s), 0);
+	unsigned stale = store_stale_readers(s);
+	store_close(s);
+	/* Once freed, the next open finds nothing left. */
+	assert_int_equal(store_open(dir, true, &s), 0);
+	unsigned again = store_stale_readers(s);
+	store_close(s);
+	assert_int_equal(write(quit[1], "q", 1), 1);
+	assert_int_equal(waitpid(holder, &status, 0), holder);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (int i = 0; i < 2; i++) {
+		close(ready[i]);
+		close(quit[i]);
+		close(go[i]);
+	}
+	if (stale != 1)
+		fail_msg("store_open freed %u stale reader slots, want 1", stale);
+	assert_int_equal(again, 0);
+	assert_int_equal(store_stale_readers(NULL), 0);
+}
+
+/* n long-named domains with every target: about 360 bytes of store each. */
+static struct store_domain *big_batch(size_t n, const char *tag)
+{
+	struct store_domain *b = calloc(n, sizeof(*b));
+	assert_non_null(b);
+	for (size_t i = 0; i < n; i++) {
+		b[i] = domain("", true, CONF_POLICY_FORWARD);
+		snprintf(b[i].name, sizeof(b[i].name), "%s%055zu.%060zu.%060zu.example.", tag, i, i, i);
+		for (unsigned t = 0; t < STORE_MAX_FORWARD; t++)
+			b[i].forward[b[i].nforward++] = target("2001:db8::1", (uint16_t)(t + 1));
+	}
+	return b;
+}
+
+/* A map that cannot grow enough: -ENOSPC and the operator's message, nothing written. */
+static void test_map_full(void **state)
+{
+	enum { N = 6000 }; /* ~2 MiB of records */
+	char dir[4200], msg[8300], want[8300];
+	newdir(dir, sizeof(dir));
+	struct store *s;
+	assert_int_equal(store_prepare_dir(dir, true), 0);
+	/* 64 KiB doubled STORE_GROW_TRIES (4) times is 1 MiB at most. */
+	assert_int_equal(store_open_size(dir, false, 64 << 10, &s), 0);
+	struct store_domain *b = big_batch(N, "m");
+	int err = store_put_many(s, b, N, NULL);
+	if (err != -ENOSPC)
+		fail_msg("store_put_many into a full map: %d (%s), want -ENOSPC", err,
+		         store_strerror(err));
+	assert_int_equal(version(s), 0);
+	snprintf(want, sizeof(want), "no space left for the store (%s): LMDB map full / disk full",
+	         dir);
+	assert_string_equal(store_message(err, dir, msg, sizeof(msg)), want);
+	assert_string_equal(store_message(-EDQUOT, dir, msg, sizeof(msg)), want);
+	/* A batch that fits still goes in. */
+	assert_int_equal(store_put_many(s, b, 10, NULL), 0);
+	free(b);
+	store_close(s);
+}
+
+/* The tmpfs of test_disk_full, unmounted in teardown whatever happened. */
+static char mnt[4200];
+static struct store *mnt_store;
+
+static int disk_full_teardown(void **state)
+{
+	store_close(mnt_store);
+	mnt_store = NULL;
+	if (mnt[0] != '\0') {
+		umount2(mnt, MNT_DETACH);
+		rmdir(mnt);
+		mnt[0] = '\0';
+	}
+	return 0;
+}
+
+/* Fill the file system of path's directory with a file path, then give back keep bytes. */
+static void fill_disk(const char *path, off_t keep)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	static char chunk[4096];
+	off_t size = 0;
+	ssize_t n;
+	while ((n = write(fd, chunk, sizeof(chunk))) > 0)
+		size += n;
+	assert_int_equal(errno, ENOSPC);
+	assert_true(size > keep);
+	assert_int_equal(ftruncate(fd, size - keep), 0);
+	close(fd);
+}
+
+/*
+ * A full disk is "no space left", not LMDB's "Input/output error" (a pwrite
+ * cut short by the full disk): a store on a 1 MiB tmpfs (needs root; skipped
+ * without mount privileges).
+ */
+static void test_disk_full(void **state)
+{
+	char dir[4300], fill[4300], msg[8300], want[8300];
+	snprintf(mnt, sizeof(mnt), "%s/tmpfs", base);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700") != 0) {
+		fprintf(stderr, "SKIP: test_disk_full: cannot mount a tmpfs on %s: %s\n", mnt,
+		        strerror(errno));
+		rmdir(mnt);
+		mnt[0] = '\0';
+		skip();
+	}
+	snprintf(dir, sizeof(dir), "%s/store", mnt);
+	snprintf(fill, sizeof(fill), "%s/fill", mnt);
+	mnt_store = open_rw(dir);
+	struct store_domain a = domain("a.example.", false, CONF_POLICY_ITERATE);
+	assert_int_equal(store_put(mnt_store, &a), 0);
+	snprintf(want, sizeof(want), "no space left for the store (%s): LMDB map full / disk full",
+	         dir);
+	enum { N = 2000 }; /* ~700 KiB of records */
+	struct store_domain *b = big_batch(N, "d");
+	/* Nothing free, and two pages free (a write cut short: EIO inside LMDB). */
+	static const off_t keeps[] = { 0, 8192 };
+	for (size_t i = 0; i < sizeof(keeps) / sizeof(keeps[0]); i++) {
+		fill_disk(fill, keeps[i]);
+		int err = store_put_many(mnt_store, b, N, NULL);
+		if (err != -ENOSPC)
+			fail_msg("%lld bytes free: store_put_many gave %d (%s), want -ENOSPC",
+			         (long long)keeps[i], err, store_strerror(err));
+		assert_string_equal(store_message(err, dir, msg, sizeof(msg)), want);
+		/* Nothing of the batch, the old data intact. */
+		struct store_domain got;
+		assert_int_equal(store_get(mnt_store, b[0].name, &got), -ENOENT);
+		assert_int_equal(store_get(mnt_store, "a.example.", &got), 0);
+		assert_int_equal(version(mnt_store), 1);
+		assert_int_equal(unlink(fill), 0);
+	}
+	/* With the space back the same handle writes again. */
+	assert_int_equal(store_put_many(mnt_store, b, 100, NULL), 0);
+	assert_int_equal(version(mnt_store), 2);
+	free(b);
+}
+
 static void test_strerror(void **state)
 {
 	static const int codes[] = { STORE_E_LMDB, STORE_E_CORRUPT, STORE_E_VERSION, -ENOENT,
@@ -757,6 +1010,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_missing),
+		cmocka_unit_test(test_open_never_creates),
 		cmocka_unit_test(test_open_creates),
 		cmocka_unit_test(test_put_get),
 		cmocka_unit_test(test_put_invalid),
@@ -770,6 +1024,9 @@ int main(void)
 		cmocka_unit_test(test_kill9_durability),
 		cmocka_unit_test(test_map_growth),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_stale_readers),
+		cmocka_unit_test(test_map_full),
+		cmocka_unit_test_teardown(test_disk_full, disk_full_teardown),
 		cmocka_unit_test(test_strerror),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

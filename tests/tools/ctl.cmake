@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Tests of partdnsctl: a shell script driving the binary (temp dirs, a test config,
-# a fake control server), and a fuzz target for the import format.
+# a fake control server; partdns for its store-directory check), and a fuzz
+# target for the import format.
 find_program(BASH_PROGRAM bash REQUIRED)
 # The fake daemon side of the control socket, on control/server.c like the daemon.
 add_executable(fake_control ${CMAKE_CURRENT_SOURCE_DIR}/fake_control.c)
 target_link_libraries(fake_control PRIVATE partdns_control partdns_warnings)
 add_test(NAME test_ctl COMMAND ${BASH_PROGRAM} ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl.sh
-  $<TARGET_FILE:partdnsctl> $<TARGET_FILE:fake_control>)
+  $<TARGET_FILE:partdnsctl> $<TARGET_FILE:fake_control> $<TARGET_FILE:partdns>)
 set_tests_properties(test_ctl PROPERTIES LABELS tools TIMEOUT 120
   ENVIRONMENT "PARTDNS_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}")
 partdns_fuzz_target(ctl_import ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_ctl_import.c

@@ -23,10 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1 || size > 8192)
 		return 0;
-	/* First byte: the config defaults the line is read against. */
+	/* First byte: the config defaults the line is read against, and --force. */
 	struct ctl_defaults def = {
 		.policy = (data[0] & 1) ? CONF_POLICY_FORWARD : CONF_POLICY_ITERATE,
 		.nforward = (data[0] & 2) ? 1 : 0,
+		.force = (data[0] & 4) != 0,
 	};
 	char *line = malloc(size);
 	if (line == NULL)

@@ -1,15 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Tests of partdnsctl: domain store round trips, partitions, mapping export, control client.
-# usage: test_ctl.sh PATH/TO/partdnsctl PATH/TO/fake_control
+# usage: test_ctl.sh PATH/TO/partdnsctl PATH/TO/fake_control [PATH/TO/partdns]
+# (with partdns: also the daemon's refusal of a missing store directory)
 set -u
 
-CTL=${1:?usage: test_ctl.sh PATH/TO/partdnsctl PATH/TO/fake_control}
-FAKE=${2:?usage: test_ctl.sh PATH/TO/partdnsctl PATH/TO/fake_control}
+CTL=${1:?usage: test_ctl.sh PATH/TO/partdnsctl PATH/TO/fake_control [PATH/TO/partdns]}
+FAKE=${2:?usage: test_ctl.sh PATH/TO/partdnsctl PATH/TO/fake_control [PATH/TO/partdns]}
+DAEMON=${3:-}
 T=$(mktemp -d "${TMPDIR:-/tmp}/test_ctl.XXXXXX") || exit 1
 SERVER_PID=
+MOUNTED=
 cleanup() {
 	if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; fi
+	if [ -n "$MOUNTED" ]; then umount -l "$MOUNTED" 2>/dev/null; fi
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -47,6 +51,7 @@ run_in() {
 out_has() { CHECKS=$((CHECKS + 1)); grep -qF -- "$1" "$T/out" || fail "$LAST: stdout lacks '$1'"; }
 out_lacks() { CHECKS=$((CHECKS + 1)); ! grep -qF -- "$1" "$T/out" || fail "$LAST: stdout has '$1'"; }
 err_has() { CHECKS=$((CHECKS + 1)); grep -qF -- "$1" "$T/err" || fail "$LAST: stderr lacks '$1'"; }
+err_lacks() { CHECKS=$((CHECKS + 1)); ! grep -qF -- "$1" "$T/err" || fail "$LAST: stderr has '$1'"; }
 out_empty() { CHECKS=$((CHECKS + 1)); [ ! -s "$T/out" ] || fail "$LAST: stdout not empty"; }
 out_lines() {
 	CHECKS=$((CHECKS + 1))
@@ -113,11 +118,29 @@ run 1 -c "$T/missing.yaml" domain list; err_has "cannot load config $T/missing.y
 printf 'server:\n  bogus_key: 1\n' >"$T/bad.yaml"
 run 1 -c "$T/bad.yaml" domain list; err_has "$T/bad.yaml:2:"; err_has "cannot load config"
 
+# --- the store directory: never made unless asked (--create) ---
+NODIR="store directory $T/store does not exist (set server.create_store: true, or run partdnsctl domain add --create)"
+run 1 -c "$C" domain list;     out_empty; err_has "partdnsctl: domain list: $NODIR"
+run 1 -c "$C" domain export;   err_has "partdnsctl: domain export: $NODIR"
+run 1 -c "$C" domain add Example.COM; err_has "partdnsctl: domain add: $NODIR"
+printf 'x.example\n' >"$T/one.txt"
+run 1 -c "$C" domain import "$T/one.txt"; err_has "partdnsctl: domain import: $NODIR"
+run 1 -c "$C" -s "$T/typo/store" domain add x.example
+err_has "store directory $T/typo/store does not exist (set server.create_store: true"
+CHECKS=$((CHECKS + 1)); [ ! -e "$T/store" ] && [ ! -e "$T/typo" ] || fail "a store directory was created without --create"
+run 0 -c "$C" -s "$T/made/deep" domain add x.example --create; out_has "added x.example."
+CHECKS=$((CHECKS + 1)); [ -f "$T/made/deep/data.mdb" ] || fail "domain add --create did not make $T/made/deep"
+run 0 -c "$C" -s "$T/made2" domain import --create "$T/one.txt"; out_has "imported 1 domain"
+CHECKS=$((CHECKS + 1)); [ -f "$T/made2/data.mdb" ] || fail "domain import --create did not make $T/made2"
+run 2 -c "$C" domain list --create; err_has "unknown option '--create'"
+run 2 -c "$C" domain del x.example --create; err_has "unknown option '--create'"
+
 # --- domain add / list / del ---
+mkdir "$T/store"
 run 0 -c "$C" domain list;     out_empty; err_has "does not exist yet"
 run 0 -c "$C" domain list --json; out_has "[]"
 run 0 -c "$C" domain add Example.COM; out_has "added example.com. policy=iterate"
-[ -d "$T/store" ] || fail "store directory $T/store not created"
+CHECKS=$((CHECKS + 1)); [ -f "$T/store/data.mdb" ] || fail "no store made in the existing $T/store"
 run 0 -c "$C" domain add cdn.example.net --subtree --policy forward --forward 198.51.100.53 --forward 2001:db8::53@5353
 out_has "added cdn.example.net. subtree policy=forward forward=198.51.100.53@53,2001:db8::53@5353"
 # Options may come before the name, and -c after the command.
@@ -132,6 +155,20 @@ out_line_re '^video\.example\.org\.  exact    iterate$'
 CHECKS=$((CHECKS + 1))
 [ "$(cut -d' ' -f1 "$T/out" | tr '\n' ' ')" = "cdn.example.net. example.com. video.example.org. " ] ||
 	fail "domain list is not in name order"
+
+# The root, and a whole top-level domain, are refused: the EDNS pool would get every name.
+ROOTMSG="refusing to flag the root: flagging the root would send every name through the EDNS pool; flag the CDN zones instead"
+run 1 -c "$C" domain add .;    err_has "partdnsctl: domain add: $ROOTMSG"
+run 1 -c "$C" domain add . --subtree; err_has "$ROOTMSG"
+run 1 -c "$C" domain add . --subtree --force; err_has "$ROOTMSG"
+run 1 -c "$C" domain add com --subtree
+err_has "partdnsctl: domain add: refusing to flag the top-level domain 'com.' with its subtree: every name under it would go through the EDNS pool; flag the CDN zones instead (or add --force)"
+run 1 -c "$C" domain add NET. --subtree; err_has "top-level domain 'net.'"
+run 0 -c "$C" domain export
+CHECKS=$((CHECKS + 1)); ! grep -qE '^(\.|com\.|net\.) ' "$T/out" || fail "a refused name was stored"
+run 0 -c "$C" domain add tld --subtree --force; out_has "added tld. subtree policy=iterate"
+run 0 -c "$C" domain add tld2;  out_has "added tld2. policy=iterate"   # the name alone is fine
+run 0 -c "$C" domain del tld;  run 0 -c "$C" domain del tld2
 
 run 1 -c "$C" domain add 'a..example'; err_has "invalid domain name 'a..example'"
 run 1 -c "$C" domain add "$(printf 'x%.0s' $(seq 64)).example"; err_has "invalid domain name"
@@ -174,7 +211,7 @@ run 0 -c "$C" domain export;   out_lines 3
 out_has "cdn.example.net. subtree policy=forward forward=198.51.100.53@53,2001:db8::53@5353"
 out_has "example.com. subtree policy=iterate"
 cp "$T/out" "$T/export1"
-run 0 -c "$C" -s "$T/store2" domain import "$T/export1"; out_has "imported 3 domains from $T/export1 (3 added, 0 updated)"
+run 0 -c "$C" -s "$T/store2" domain import --create "$T/export1"; out_has "imported 3 domains from $T/export1 (3 added, 0 updated)"
 run 0 -c "$C" -s "$T/store2" domain export
 CHECKS=$((CHECKS + 1))
 diff <(grep -v '^#' "$T/export1") <(grep -v '^#' "$T/out") >/dev/null || fail "export of the imported store differs"
@@ -214,6 +251,16 @@ err_has "5 errors, nothing imported"
 run 0 -c "$C" domain list;     out_lacks "ok1.example"
 CHECKS=$((CHECKS + 1))
 cmp -s "$T/out" "$T/before_bad" || fail "a failed import changed the store"
+
+printf 'ok.example\n.\n' >"$T/root.txt"
+run 1 -c "$C" domain import "$T/root.txt"; err_has "$T/root.txt:2: error: $ROOTMSG"; err_has "1 error, nothing imported"
+printf 'ok.example\ncom subtree\n' >"$T/tld.txt"
+run 1 -c "$C" domain import "$T/tld.txt"
+err_has "$T/tld.txt:2: error: refusing to flag the top-level domain 'com.' with its subtree"
+run 1 -c "$C" domain import --force "$T/root.txt"; err_has "$ROOTMSG"
+run 0 -c "$C" domain list;     out_lacks "ok.example"
+run 0 -c "$C" domain import --force "$T/tld.txt"; out_has "imported 2 domains"
+run 0 -c "$C" domain del com;  run 0 -c "$C" domain del ok.example
 
 printf 'stdin.example policy=iterate\n' >"$T/stdin.txt"
 run_in 0 "$T/stdin.txt" -c "$C" domain import -; out_has "imported 1 domain from <stdin>"
@@ -294,7 +341,29 @@ if start_server normal; then
 	req_is "cache flush name=www.example.com. partition=suzhou"
 	run 1 -c "$C" cache flush --partition atlantis; err_has "no partition 'atlantis'"
 	req_is "cache flush name=www.example.com. partition=suzhou" # nothing was sent
-	run 1 -c "$C" cache flush 'a..b'; err_has "invalid domain name 'a..b'"
+	run 1 -c "$C" cache flush 'a..b'; err_has "invalid domain name 'a..b': label 2 (at character 3) is empty"
+	# Names are checked here, with where they go wrong; nothing reaches the daemon.
+	run 1 -c "$C" cache flush 'foo$bar.example'
+	err_has "cache flush: invalid domain name 'foo\$bar.example': label 1 'foo\$bar' (at character 1) has '\$' (character 4); use letters, digits, '-' and '_'"
+	run 1 -c "$C" cache flush 'www.ex*ample.com'; err_has "label 2 'ex*ample' (at character 5) has '*' (character 7)"
+	run 1 -c "$C" cache flush "$(printf 'a\tb.example')"; err_has "invalid domain name 'a\x09b.example': label 1 'a\x09b' (at character 1) has '\x09' (character 2)"
+	run 1 -c "$C" cache flush -- -x.example; err_has "label 1 '-x' (at character 1) starts with '-'"
+	run 1 -c "$C" cache flush "www.$(printf 'x%.0s' $(seq 64)).example"; err_has "label 2 (at character 5) is longer than 63 characters"
+	run 1 -c "$C" cache flush '.example'; err_has "label 1 (at character 1) is empty"
+	run 1 -c "$C" cache flush 'http://www.example.com/'; err_has "has ':' (character 5)"
+	req_is "cache flush name=www.example.com. partition=suzhou" # nothing was sent
+	# One NAME at most, options known and with values: usage errors (exit 2).
+	run 2 -c "$C" cache flush a.example b.example; err_has "cache flush: expected at most one NAME, got 'b.example' too"; err_has "usage:"
+	run 2 -c "$C" cache flush a.example --partition nanjing extra; err_has "got 'extra' too"
+	run 2 -c "$C" cache flush --partition; err_has "option '--partition' needs an argument"
+	run 2 -c "$C" cache flush --partition=; err_has "cache flush: --partition needs a partition name"
+	run 2 -c "$C" cache flush --partition ''; err_has "--partition needs a partition name"
+	run 2 -c "$C" cache flush --partition nanjing --partition suzhou; err_has "--partition given twice"
+	run 2 -c "$C" cache flush --all; err_has "unknown option '--all'"
+	run 2 -c "$C" cache flush -f a.example; err_has "unknown option '-f'"
+	req_is "cache flush name=www.example.com. partition=suzhou" # nothing was sent
+	run 0 -c "$C" cache flush _dmarc.Example.com.; req_is "cache flush name=_dmarc.example.com."
+	run 0 -c "$C" cache flush .;   req_is "cache flush name=."
 	run 1 -c "$C" reload
 	err_has "reload failed: config has errors"; err_has "partdns.yaml:3:5: error: unknown key"; out_empty
 	req_is "reload"
@@ -316,6 +385,53 @@ if start_server normal; then
 		[ "$took" -ge 4 ] && [ "$took" -le 7 ] || fail "timeout took ${took}s, want about 5"
 		stop_server
 	}
+fi
+
+# --- a full disk: "no space left", not LMDB's "Input/output error" ---
+# A 1 MiB tmpfs (needs mount privileges: skipped without them).
+mkdir -p "$T/mnt"
+if mount -t tmpfs -o size=1m,mode=0700 tmpfs "$T/mnt" 2>"$T/mount.err"; then
+	MOUNTED=$T/mnt
+	run 0 -c "$C" -s "$T/mnt/store" domain add first.example --create
+	for i in $(seq 2000); do
+		printf 'n%04d.%s.example policy=forward forward=2001:db8::1,2001:db8::2,2001:db8::3,2001:db8::4\n' "$i" "$(printf 'x%.0s' $(seq 60))"
+	done >"$T/many.txt"
+	for keep in 0 8; do   # KiB left free: none, and a write cut short
+		dd if=/dev/zero of="$T/mnt/fill" bs=4k 2>/dev/null
+		[ "$keep" -eq 0 ] || truncate -s -"${keep}K" "$T/mnt/fill"
+		run 1 -c "$C" -s "$T/mnt/store" domain import "$T/many.txt"
+		err_has "partdnsctl: domain import: cannot store 2000 domains from $T/many.txt: no space left for the store ($T/mnt/store): LMDB map full / disk full; nothing imported"
+		run 1 -c "$C" -s "$T/mnt/store" domain add "$(printf 'y%.0s' $(seq 60)).example" --policy forward --forward 2001:db8::1
+		run 0 -c "$C" -s "$T/mnt/store" domain list; out_lines 1
+		rm -f "$T/mnt/fill"
+	done
+	run 0 -c "$C" -s "$T/mnt/store" domain import "$T/many.txt"; out_has "imported 2000 domains"
+	umount -l "$T/mnt" && MOUNTED=
+else
+	echo "SKIP: disk-full checks: cannot mount a tmpfs on $T/mnt: $(cat "$T/mount.err")" >&2
+fi
+
+# --- the daemon: a missing store directory is refused unless server.create_store ---
+if [ -n "$DAEMON" ]; then
+	# 192.0.2.1 (TEST-NET-1) is not on this host: a daemon that got past the store
+	# stops at its listener, so none keeps running.
+	write_daemon_conf() { # FILE STORE CREATE
+		printf 'server:\n  listen: [ "192.0.2.1@5353" ]\n  control: %s\n  store: %s\n  create_store: %s\n' \
+			"$T/daemon.sock" "$2" "$3" >"$1"
+	}
+	write_daemon_conf "$T/d1.yaml" "$T/dstore/x" false
+	CHECKS=$((CHECKS + 1))
+	timeout 20 "$DAEMON" -c "$T/d1.yaml" >"$T/out" 2>"$T/err"
+	rc=$?
+	LAST="partdns -c d1.yaml"
+	[ "$rc" -eq 1 ] || fail "$LAST: exit $rc, want 1"
+	err_has "error: store directory $T/dstore/x does not exist (set server.create_store: true, or run partdnsctl domain add --create)"
+	CHECKS=$((CHECKS + 1)); [ ! -e "$T/dstore" ] || fail "partdns created $T/dstore without server.create_store"
+	write_daemon_conf "$T/d2.yaml" "$T/dstore/x" true
+	timeout 20 "$DAEMON" -c "$T/d2.yaml" >"$T/out" 2>"$T/err"
+	LAST="partdns -c d2.yaml"
+	CHECKS=$((CHECKS + 1)); [ -f "$T/dstore/x/data.mdb" ] || fail "$LAST: server.create_store: true did not make $T/dstore/x"
+	err_lacks "does not exist"
 fi
 
 echo "$CHECKS checks, $FAILS failed"

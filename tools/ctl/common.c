@@ -12,9 +12,10 @@ static const char usage_text[] =
 	"usage: partdnsctl [-c FILE] [-s DIR] COMMAND ...\n"
 	"\n"
 	"  domain add NAME [--subtree] [--policy iterate|forward] [--forward ADDR[@PORT]]...\n"
+	"             [--create] [--force]\n"
 	"  domain del NAME\n"
 	"  domain list [--json]\n"
-	"  domain import FILE          FILE '-' is stdin; all lines or none\n"
+	"  domain import FILE [--create] [--force]   FILE '-' is stdin; all lines or none\n"
 	"  domain export               in the import format, to stdout\n"
 	"  partition lookup ADDR       partition, mapped address(es), ECS sent\n"
 	"  partition list\n"
@@ -22,6 +23,10 @@ static const char usage_text[] =
 	"  stats [--json]              from the running daemon\n"
 	"  cache flush [NAME] [--partition P]\n"
 	"  reload                      the daemon re-reads config and partitions\n"
+	"\n"
+	"  --create   make the store directory if it does not exist (add, import; other\n"
+	"             commands never create it, nor does a mistyped -s or server.store)\n"
+	"  --force    flag a top-level domain with --subtree (the root is always refused)\n"
 	"\n"
 	"  -c, --config FILE   config file (default " CONF_DEFAULT_PATH ")\n"
 	"  -s, --store DIR     store directory (default: server.store of the config)\n"
@@ -148,6 +153,79 @@ const char *ctl_store_dir(const struct ctl *c)
 	if (c->store_dir != NULL)
 		return c->store_dir;
 	return c->conf != NULL ? c->conf->server.store : NULL;
+}
+
+void ctl_show_text(const char *s, size_t len, char *buf, size_t size)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len && n + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch < 0x7f)
+			buf[n++] = (char)ch;
+		else
+			n += (size_t)snprintf(buf + n, size - n, "\\x%02x", ch);
+	}
+	buf[n] = '\0';
+}
+
+static bool name_char(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '-' || ch == '_';
+}
+
+int ctl_name_check(const char *text, char *why, size_t size)
+{
+	size_t len = strlen(text);
+	if (len == 0) {
+		snprintf(why, size, "the name is empty");
+		return -1;
+	}
+	if (strcmp(text, ".") == 0)
+		return 0;
+	size_t end = text[len - 1] == '.' ? len - 1 : len;
+	if (end > 253) {
+		snprintf(why, size, "longer than 253 characters");
+		return -1;
+	}
+	unsigned label = 1;
+	size_t start = 0;
+	for (size_t i = 0; i <= end; i++) {
+		if (i == end || text[i] == '.') {
+			size_t llen = i - start;
+			if (llen == 0) {
+				snprintf(why, size, "label %u (at character %zu) is empty", label, start + 1);
+				return -1;
+			}
+			if (llen > 63) {
+				snprintf(why, size, "label %u (at character %zu) is longer than 63 characters",
+				         label, start + 1);
+				return -1;
+			}
+			label++;
+			start = i + 1;
+			continue;
+		}
+		unsigned char ch = (unsigned char)text[i];
+		if (name_char(ch) && !(ch == '-' && i == start))
+			continue;
+		size_t llen = strcspn(text + start, ".");
+		if (start + llen > end)
+			llen = end - start;
+		char shown[80], bad[8];
+		ctl_show_text(text + start, llen > 63 ? 63 : llen, shown, sizeof(shown));
+		ctl_show_text((const char *)&text[i], 1, bad, sizeof(bad));
+		if (ch == '-')
+			snprintf(why, size, "label %u '%s' (at character %zu) starts with '-'", label,
+			         shown, start + 1);
+		else
+			snprintf(why, size,
+			         "label %u '%s' (at character %zu) has '%s' (character %zu); use "
+			         "letters, digits, '-' and '_'",
+			         label, shown, start + 1, bad, i + 1);
+		return -1;
+	}
+	return 0;
 }
 
 void ctl_json_string(FILE *out, const char *s)

@@ -61,9 +61,14 @@ int ctl_stats(struct ctl *c, int argc, char **argv)
 
 static int partition_opt(int opt, const char *arg, void *ctx)
 {
+	const char **partition = ctx;
 	if (opt != OPT_PARTITION)
 		return CTL_USAGE;
-	*(const char **)ctx = arg;
+	if (*arg == '\0')
+		return ctl_usage_error("cache flush: --partition needs a partition name");
+	if (*partition != NULL)
+		return ctl_usage_error("cache flush: --partition given twice");
+	*partition = arg;
 	return 0;
 }
 
@@ -81,12 +86,26 @@ int ctl_cache(struct ctl *c, int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	int nops = argc - 1 - first;
-	if (nops > 1)
-		return ctl_usage_error("cache flush: expected at most one NAME");
+	if (nops > 1) {
+		char shown[128];
+		const char *extra = argv[1 + first + 1];
+		ctl_show_text(extra, strlen(extra), shown, sizeof(shown));
+		return ctl_usage_error("cache flush: expected at most one NAME, got '%s' too", shown);
+	}
 	char name[256] = "";
-	if (nops == 1 && conf_name_normalize(argv[1 + first], name, sizeof(name)) != 0) {
-		ctl_error("cache flush: invalid domain name '%s'", argv[1 + first]);
-		return CTL_ERROR;
+	if (nops == 1) {
+		const char *text = argv[1 + first];
+		char why[256], shown[300];
+		int bad = ctl_name_check(text, why, sizeof(why));
+		if (bad == 0 && conf_name_normalize(text, name, sizeof(name)) != 0) {
+			snprintf(why, sizeof(why), "not a domain name"); /* a safety net */
+			bad = -1;
+		}
+		if (bad != 0) {
+			ctl_show_text(text, strlen(text), shown, sizeof(shown));
+			ctl_error("cache flush: invalid domain name '%s': %s", shown, why);
+			return CTL_ERROR;
+		}
 	}
 	if ((rc = ctl_load_conf(c)) != CTL_OK)
 		return rc;

@@ -60,14 +60,17 @@ int ctl_getopt(struct ctl *c, int argc, char **argv, const char *shortopts,
                const struct option *longopts, int (*handle)(int opt, const char *arg, void *ctx),
                void *ctx, int *first);
 
-/* Defaults for a domain from the config (edns.policy, edns.forward). */
+/* Defaults for a domain from the config (edns.policy, edns.forward), and --force. */
 struct ctl_defaults {
 	enum conf_policy policy;
 	size_t nforward; /* edns.forward targets in the config */
+	bool force;      /* --force: a top-level domain may be flagged with its subtree */
 };
 
 /**
  * Build a storable domain from its parts, with the checks partdnsctl promises.
+ * The root is refused, and a single-label name with subtree unless def->force:
+ * either would send (nearly) every name through the EDNS pool.
  * @param policy -1: the default policy.
  * @param forward_opt how the targets were given, for messages ("--forward").
  * @return 0, or -1 with a message in err.
@@ -88,6 +91,18 @@ int ctl_domain_parse_line(char *line, const struct ctl_defaults *def, struct sto
 
 /** The import-format line for d, without newline, into buf. @return length or -ENOSPC. */
 int ctl_domain_format_line(const struct store_domain *d, char *buf, size_t size);
+
+/**
+ * Check a domain name typed by an operator (cache flush NAME): "." or labels
+ * of 1..63 letters, digits, '-' and '_' (not starting with '-'), at most 253
+ * characters, an optional final dot.
+ * @return 0, or -1 with what is wrong and where (label number, character
+ *         position) in why.
+ */
+int ctl_name_check(const char *text, char *why, size_t size);
+
+/** len bytes of s into buf for a message, bytes outside printable ASCII as \\xHH (cut to fit). */
+void ctl_show_text(const char *s, size_t len, char *buf, size_t size);
 
 /** Write s as a JSON string (quoted, escaped) to out. */
 void ctl_json_string(FILE *out, const char *s);

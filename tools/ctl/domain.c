@@ -48,6 +48,17 @@ int ctl_domain_build(const char *name, bool subtree, int policy, const char *con
 	/* It would read back as a comment in the import format. */
 	if (out->name[0] == '#')
 		return errf(err, errsize, "invalid domain name '%s': starts with '#'", name);
+	/* Operators' likely slips that would reroute far more than one CDN's names. */
+	if (strcmp(out->name, ".") == 0)
+		return errf(err, errsize,
+		            "refusing to flag the root: flagging the root would send every name "
+		            "through the EDNS pool; flag the CDN zones instead");
+	if (subtree && strchr(out->name, '.') == out->name + strlen(out->name) - 1 && !def->force)
+		return errf(err, errsize,
+		            "refusing to flag the top-level domain '%s' with its subtree: every name "
+		            "under it would go through the EDNS pool; flag the CDN zones instead "
+		            "(or add --force)",
+		            out->name);
 	out->subtree = subtree;
 	bool from_default = policy < 0;
 	out->policy = from_default ? def->policy : (enum conf_policy)policy;
@@ -152,23 +163,38 @@ static struct ctl_defaults defaults_of(const struct conf *conf)
 	return (struct ctl_defaults){ .policy = conf->edns.policy, .nforward = conf->edns.nforward };
 }
 
-/* Open the store; a message on failure. @return CTL_OK, CTL_ERROR; *missing for a readonly open of none. */
-static int open_store(struct ctl *c, bool readonly, struct store **s, bool *missing)
+/*
+ * Open the store; a message (prefixed with what) on failure. The directory is
+ * made only with create (--create): a mistyped -s or server.store must not
+ * become a new, empty store.
+ * @param missing optional, for readonly: set when the directory exists but
+ *        holds no store yet, which is then no error.
+ * @return CTL_OK or CTL_ERROR.
+ */
+static int open_store(struct ctl *c, const char *what, bool readonly, bool create,
+                      struct store **s, bool *missing)
 {
 	const char *dir = ctl_store_dir(c);
-	int err = store_open(dir, readonly, s);
+	char msg[1024];
 	if (missing != NULL)
 		*missing = false;
+	int err = store_prepare_dir(dir, create && !readonly);
 	if (err == 0)
+		err = store_open(dir, readonly, s);
+	if (err == 0) {
+		unsigned stale = store_stale_readers(*s);
+		if (stale > 0)
+			fprintf(stderr,
+			        "partdnsctl: note: store %s: freed %u reader slot%s left by killed "
+			        "processes\n",
+			        dir, stale, stale == 1 ? "" : "s");
 		return CTL_OK;
-	if (readonly && err == -ENOENT && missing != NULL) {
+	}
+	if (readonly && err == -ENOENT && missing != NULL && store_prepare_dir(dir, false) == 0) {
 		*missing = true;
 		return CTL_OK;
 	}
-	if (err == -ENOENT)
-		ctl_error("cannot open store %s: it does not exist (no domain was added yet?)", dir);
-	else
-		ctl_error("cannot open store %s: %s", dir, store_strerror(err));
+	ctl_error("%s: %s", what, store_message(err, dir, msg, sizeof(msg)));
 	return CTL_ERROR;
 }
 
@@ -176,13 +202,15 @@ static int open_store(struct ctl *c, bool readonly, struct store **s, bool *miss
 
 struct add_opts {
 	bool subtree;
+	bool create; /* --create */
+	bool force;  /* --force */
 	int policy;
 	const char *forward[STORE_MAX_FORWARD + 1];
 	size_t nforward;
 	size_t given; /* --forward count, may exceed the array */
 };
 
-enum { OPT_SUBTREE = 256, OPT_POLICY, OPT_FORWARD, OPT_JSON };
+enum { OPT_SUBTREE = 256, OPT_POLICY, OPT_FORWARD, OPT_JSON, OPT_CREATE, OPT_FORCE };
 
 static int add_opt(int opt, const char *arg, void *ctx)
 {
@@ -191,6 +219,12 @@ static int add_opt(int opt, const char *arg, void *ctx)
 	switch (opt) {
 	case OPT_SUBTREE:
 		o->subtree = true;
+		return 0;
+	case OPT_CREATE:
+		o->create = true;
+		return 0;
+	case OPT_FORCE:
+		o->force = true;
 		return 0;
 	case OPT_POLICY:
 		if (policy_parse(arg, &p) != 0)
@@ -213,6 +247,8 @@ static int domain_add(struct ctl *c, int argc, char **argv)
 		{ "subtree", no_argument, NULL, OPT_SUBTREE },
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "forward", required_argument, NULL, OPT_FORWARD },
+		{ "create", no_argument, NULL, OPT_CREATE },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct add_opts o = { .policy = -1 };
@@ -225,6 +261,7 @@ static int domain_add(struct ctl *c, int argc, char **argv)
 	if ((rc = ctl_load_conf(c)) != CTL_OK)
 		return rc;
 	struct ctl_defaults def = defaults_of(c->conf);
+	def.force = o.force;
 	struct store_domain d;
 	char err[512];
 	if (o.given > STORE_MAX_FORWARD) {
@@ -238,14 +275,15 @@ static int domain_add(struct ctl *c, int argc, char **argv)
 		return CTL_ERROR;
 	}
 	struct store *s;
-	if ((rc = open_store(c, false, &s, NULL)) != CTL_OK)
+	if ((rc = open_store(c, "domain add", false, o.create, &s, NULL)) != CTL_OK)
 		return rc;
 	size_t replaced = 0;
 	int e = store_put_many(s, &d, 1, &replaced);
 	store_close(s);
 	if (e != 0) {
-		ctl_error("domain add: cannot store %s in %s: %s", d.name, ctl_store_dir(c),
-		          store_strerror(e));
+		char msg[1024];
+		ctl_error("domain add: cannot store %s: %s", d.name,
+		          store_message(e, ctl_store_dir(c), msg, sizeof(msg)));
 		return CTL_ERROR;
 	}
 	char line[1024];
@@ -273,16 +311,23 @@ static int domain_del(struct ctl *c, int argc, char **argv)
 		return rc;
 	struct store *s;
 	bool missing;
-	/* Readonly first: deleting from a store that does not exist must not create it. */
-	if ((rc = open_store(c, true, &s, &missing)) != CTL_OK)
+	const char *dir = ctl_store_dir(c);
+	if (store_prepare_dir(dir, false) == -ENOENT) {
+		ctl_error("domain del: domain '%s' is not in the store (store directory %s does not "
+		          "exist)",
+		          name, dir);
+		return CTL_ERROR;
+	}
+	/* Readonly first: deleting from a directory without a store must not make one. */
+	if ((rc = open_store(c, "domain del", true, false, &s, &missing)) != CTL_OK)
 		return rc;
 	if (missing) {
-		ctl_error("domain del: domain '%s' is not in the store (store %s does not exist)", name,
-		          ctl_store_dir(c));
+		ctl_error("domain del: domain '%s' is not in the store (%s holds no store yet)", name,
+		          dir);
 		return CTL_ERROR;
 	}
 	store_close(s);
-	if ((rc = open_store(c, false, &s, NULL)) != CTL_OK)
+	if ((rc = open_store(c, "domain del", false, false, &s, NULL)) != CTL_OK)
 		return rc;
 	int e = store_del(s, name);
 	store_close(s);
@@ -291,8 +336,9 @@ static int domain_del(struct ctl *c, int argc, char **argv)
 		return CTL_ERROR;
 	}
 	if (e != 0) {
-		ctl_error("domain del: cannot delete %s from %s: %s", name, ctl_store_dir(c),
-		          store_strerror(e));
+		char msg[1024];
+		ctl_error("domain del: cannot delete %s: %s", name,
+		          store_message(e, dir, msg, sizeof(msg)));
 		return CTL_ERROR;
 	}
 	printf("deleted %s\n", name);
@@ -386,12 +432,15 @@ static int domain_list(struct ctl *c, int argc, char **argv, bool export)
 		return rc;
 	struct store *s;
 	bool missing;
-	if ((rc = open_store(c, true, &s, &missing)) != CTL_OK)
+	char what[32];
+	snprintf(what, sizeof(what), "domain %s", argv[0]);
+	/* Never created here; a missing directory is an error (a mistyped path?). */
+	if ((rc = open_store(c, what, true, false, &s, &missing)) != CTL_OK)
 		return rc;
 	struct list_state st = { .out = stdout };
 	int e = 0;
 	if (missing) {
-		/* Nothing added yet: an empty list, with a hint in case the path is wrong. */
+		/* The directory is there, nothing was added yet: an empty list. */
 		fprintf(stderr, "partdnsctl: note: store %s does not exist yet (no domains)\n",
 		        ctl_store_dir(c));
 	} else if (export) {
@@ -409,8 +458,9 @@ static int domain_list(struct ctl *c, int argc, char **argv, bool export)
 	if (json && e == 0)
 		fputs(st.count ? "\n]\n" : "[]\n", stdout);
 	if (e != 0) {
-		ctl_error("domain %s: cannot read store %s: %s", argv[0], ctl_store_dir(c),
-		          store_strerror(e));
+		char msg[1024];
+		ctl_error("domain %s: cannot read: %s", argv[0],
+		          store_message(e, ctl_store_dir(c), msg, sizeof(msg)));
 		return CTL_ERROR;
 	}
 	return CTL_OK;
@@ -460,10 +510,28 @@ static unsigned check_duplicates(const char *fname, struct import_entry *e, size
 	return errors;
 }
 
+static int import_opt(int opt, const char *arg, void *ctx)
+{
+	struct add_opts *o = ctx;
+	if (opt == OPT_CREATE)
+		o->create = true;
+	else if (opt == OPT_FORCE)
+		o->force = true;
+	else
+		return CTL_USAGE;
+	return 0;
+}
+
 static int domain_import(struct ctl *c, int argc, char **argv)
 {
+	static const struct option longs[] = {
+		{ "create", no_argument, NULL, OPT_CREATE },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct add_opts o = { .policy = -1 };
 	int first;
-	int rc = ctl_getopt(c, argc, argv, "", NULL, NULL, NULL, &first);
+	int rc = ctl_getopt(c, argc, argv, "", longs, import_opt, &o, &first);
 	if (rc >= 0)
 		return rc;
 	if (argc - first != 1)
@@ -479,6 +547,7 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 		return CTL_ERROR;
 	}
 	struct ctl_defaults def = defaults_of(c->conf);
+	def.force = o.force;
 	struct import_entry *entries = NULL;
 	size_t n = 0, cap = 0;
 	unsigned errors = 0, lineno = 0;
@@ -554,7 +623,7 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 	int e = 0;
 	if (n > 0) {
 		struct store *s;
-		if ((rc = open_store(c, false, &s, NULL)) != CTL_OK) {
+		if ((rc = open_store(c, "domain import", false, o.create, &s, NULL)) != CTL_OK) {
 			free(batch);
 			return rc;
 		}
@@ -563,8 +632,9 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 	}
 	free(batch);
 	if (e != 0) {
-		ctl_error("domain import: cannot store %zu domains from %s in %s: %s; nothing imported", n,
-		          fname, ctl_store_dir(c), store_strerror(e));
+		char msg[1024];
+		ctl_error("domain import: cannot store %zu domains from %s: %s; nothing imported", n,
+		          fname, store_message(e, ctl_store_dir(c), msg, sizeof(msg)));
 		return CTL_ERROR;
 	}
 	printf("imported %zu domain%s from %s (%zu added, %zu updated)\n", n, n == 1 ? "" : "s", fname,
