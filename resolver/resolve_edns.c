@@ -20,6 +20,7 @@
 #include <unbound.h>
 #include <unistd.h>
 
+#include "partition/partition.h"
 #include "resolver/clock.h"
 #include "resolver/edns_iter.h"
 #include "resolver/inflight.h"
@@ -31,6 +32,12 @@
 #define MAX_REFERRALS 6   /* referrals followed below the zone libunbound gave */
 #define MAX_TRIES 4       /* upstream attempts per hop */
 #define ZCACHE_SLOTS 1024
+#define HEALTH_SLOTS 4096     /* servers whose health a thread remembers */
+#define HEALTH_DOWN_AFTER 3   /* consecutive timeouts that mark a server down (for one zone) */
+#define HEALTH_BACKOFF_MIN_MS 1000
+#define HEALTH_BACKOFF_MAX_MS 120000
+#define RATE_SLOTS 1024       /* zones whose upstream query rate a thread tracks */
+#define BUDGET_SLOTS 1024     /* flagged rules whose resolutions in flight are counted */
 #define ZCACHE_MIN_TTL 5      /* seconds: a cut is kept for its NS TTL within these bounds */
 #define ZCACHE_MAX_TTL 86400
 
@@ -45,6 +52,8 @@ static const struct wire_ede EDE_CHAIN = { WIRE_EDE_OTHER, "CNAME chain too long
 static const struct wire_ede EDE_NO_ZONE = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "zone servers not found" };
 static const struct wire_ede EDE_NO_TARGETS = { WIRE_EDE_OTHER, "no forward targets" };
 static const struct wire_ede EDE_SLOW = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "resolution timed out" };
+static const struct wire_ede EDE_DOWN = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "every server of the zone is down" };
+static const struct wire_ede EDE_RATE = { WIRE_EDE_OTHER, "zone query rate exceeded" };
 
 /* Where a resolution is: finding the zone cut (SOA, NS, addresses), waiting
  * for another resolution's cut discovery, or asking the zone's servers. */
@@ -58,11 +67,31 @@ struct eev {
 
 /* A zone cut: the zone's name and its servers' addresses. */
 struct zentry {
-	uint8_t name[WIRE_MAX_NAME];  /* the zone, lower case */
+	uint8_t name[WIRE_MAX_NAME];  /* the zone, lower case; or a bound whose cut could not be found */
 	size_t name_len;
 	uint64_t expires_ns;
+	bool failed;                  /* finding the cut failed: names up to here fail at once until expiry */
+	unsigned fail_s;              /* how long the last failure was remembered (doubles while it fails) */
 	int naddr;
 	struct sockaddr_storage addr[EDNS_MAX_SERVERS];
+};
+
+/* What a thread knows of one server for one zone (as Unbound's infra cache
+ * keys it: a server may be silent for one zone and fine for another):
+ * timeouts in a row, down until when. */
+struct shealth {
+	struct sockaddr_storage addr;
+	uint64_t zone_hash;           /* the zone asked; 0 for forward targets */
+	unsigned timeouts;
+	unsigned backoff_ms;
+	uint64_t down_until_ns;
+};
+
+/* A token bucket of upstream queries to one zone (edns.zone_qps, per thread). */
+struct zrate {
+	uint64_t zone_hash;
+	uint64_t last_ns;
+	double tokens;
 };
 
 struct ethread {
@@ -76,6 +105,9 @@ struct ethread {
 	struct eev jobs_ev, ub_ev, stop_ev;
 	struct eres *list; /* every resolution in progress */
 	struct zentry *zcache;
+	struct shealth *health;
+	struct zrate *rates;
+	double zone_qps;       /* this thread's share of edns.zone_qps; 0 = no limit */
 	struct counters ctr;
 	uint8_t buf[65535 + 2];
 };
@@ -87,6 +119,10 @@ struct resolve_edns {
 	struct ethread *threads;
 	unsigned max_inflight;
 	atomic_uint inflight;
+	/* fair shares: one city or one flagged zone takes at most a quarter of max_inflight */
+	unsigned part_cap, rule_cap;
+	atomic_uint part_inflight[PARTITION_MAX + 1];
+	atomic_uint rule_inflight[BUDGET_SLOTS];
 };
 
 /* One resolution in progress. */
@@ -102,6 +138,7 @@ struct eres {
 	int hops, referrals;
 	bool mismatched;             /* a response did not match the query (ID, question, ECS) */
 	bool wake;                   /* E_WAIT: a cut discovery ended, look again */
+	unsigned rule_slot;          /* the job's slot in rule_inflight */
 	uint8_t bound[WIRE_MAX_NAME]; /* the highest zone the cut of this hop may be taken from */
 	size_t bound_len;             /* a response did not match the query (ID, question, ECS) */
 	enum est st;
@@ -129,6 +166,8 @@ struct eres {
 static void eres_query(struct eres *r);
 static void eres_start_hop(struct eres *r);
 static void wake_waiters(struct eres *r);
+static bool discovering(const struct eres *r);
+static void zcache_put_failed(struct eres *r);
 
 /* ---- helpers ---- */
 
@@ -138,6 +177,137 @@ static uint32_t rnd32(void)
 	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
 		v = (uint32_t)clock_ns() * 2654435761u;
 	return v;
+}
+
+/* ---- fair shares, server health, zone query rates ---- */
+
+static unsigned rule_slot_of(const struct resolve_edns *p, const struct job *job)
+{
+	return (unsigned)(hash_bytes(&p->key, job->rule.name, strnlen(job->rule.name, sizeof(job->rule.name))) %
+	                  BUDGET_SLOTS);
+}
+
+static unsigned budget_part(unsigned partition)
+{
+	return partition <= PARTITION_MAX ? partition : 0;
+}
+
+/* A job leaves the pool: its place in the global, partition and rule budgets is free again. */
+static void budget_release(struct resolve_edns *p, unsigned partition, unsigned rule_slot)
+{
+	atomic_fetch_sub(&p->inflight, 1);
+	atomic_fetch_sub(&p->part_inflight[budget_part(partition)], 1);
+	atomic_fetch_sub(&p->rule_inflight[rule_slot], 1);
+}
+
+static bool addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const struct sockaddr_in *)a, *y = (const struct sockaddr_in *)b;
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)a, *y = (const struct sockaddr_in6 *)b;
+	return x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
+}
+
+/* The zone a server is asked for: its health is kept per zone. */
+static uint64_t health_zone(const struct eres *r)
+{
+	return r->forward ? 0 : hash_bytes(&r->t->pool->key, r->zone, r->zone_len) | 1;
+}
+
+static struct shealth *health_slot(struct ethread *t, const struct sockaddr_storage *a, uint64_t zone)
+{
+	uint8_t key[26] = { 0 };
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)a;
+		memcpy(key, &s4->sin_addr, 4);
+		memcpy(key + 16, &s4->sin_port, 2);
+	} else {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)a;
+		memcpy(key, &s6->sin6_addr, 16);
+		memcpy(key + 16, &s6->sin6_port, 2);
+	}
+	memcpy(key + 18, &zone, 8);
+	return &t->health[hash_bytes(&t->pool->key, key, sizeof(key)) % HEALTH_SLOTS];
+}
+
+static bool health_is(const struct shealth *h, const struct sockaddr_storage *a, uint64_t zone)
+{
+	return h->zone_hash == zone && addr_equal(&h->addr, a);
+}
+
+/*
+ * May r's query go to a? Yes unless a is down for r's zone. A down server
+ * whose backoff has passed takes one probe: it stays down for the others
+ * until the probe answers (up again) or times out (down for twice as long).
+ */
+static bool server_usable(struct eres *r, const struct sockaddr_storage *a, uint64_t now)
+{
+	uint64_t zone = health_zone(r);
+	struct shealth *h = health_slot(r->t, a, zone);
+	if (!health_is(h, a, zone) || h->timeouts < HEALTH_DOWN_AFTER)
+		return true;
+	if (now < h->down_until_ns)
+		return false;
+	h->down_until_ns = now + (uint64_t)h->backoff_ms * 1000000ull; /* this query is the probe */
+	return true;
+}
+
+/* r's server did not answer in time (or refused the datagram). */
+static void server_timeout(struct eres *r)
+{
+	const struct sockaddr_storage *a = &r->sv.addr[r->cur % r->sv.naddr];
+	uint64_t zone = health_zone(r);
+	struct shealth *h = health_slot(r->t, a, zone);
+	if (!health_is(h, a, zone)) {
+		memset(h, 0, sizeof(*h));
+		h->addr = *a;
+		h->zone_hash = zone;
+	}
+	if (++h->timeouts < HEALTH_DOWN_AFTER)
+		return;
+	h->backoff_ms = h->backoff_ms ? h->backoff_ms * 2 : HEALTH_BACKOFF_MIN_MS;
+	if (h->backoff_ms > HEALTH_BACKOFF_MAX_MS)
+		h->backoff_ms = HEALTH_BACKOFF_MAX_MS;
+	h->down_until_ns = clock_ns() + (uint64_t)h->backoff_ms * 1000000ull;
+}
+
+/* r's server answered: it is up for r's zone. */
+static void server_answered(struct eres *r)
+{
+	const struct sockaddr_storage *a = &r->sv.addr[r->cur % r->sv.naddr];
+	uint64_t zone = health_zone(r);
+	struct shealth *h = health_slot(r->t, a, zone);
+	if (health_is(h, a, zone) && h->timeouts > 0) {
+		h->timeouts = 0;
+		h->backoff_ms = 0;
+		h->down_until_ns = 0;
+	}
+}
+
+/* May one more query go to zone now (edns.zone_qps, this thread's share)? */
+static bool zone_rate_take(struct ethread *t, const uint8_t *zone, size_t len)
+{
+	if (t->zone_qps <= 0)
+		return true;
+	uint64_t h = hash_bytes(&t->pool->key, zone, len), now = clock_ns();
+	struct zrate *z = &t->rates[h % RATE_SLOTS];
+	if (z->zone_hash != h) {
+		z->zone_hash = h;
+		z->tokens = t->zone_qps; /* a second's worth as the burst */
+		z->last_ns = now;
+	}
+	z->tokens += (double)(now - z->last_ns) * t->zone_qps / 1e9;
+	if (z->tokens > t->zone_qps)
+		z->tokens = t->zone_qps;
+	z->last_ns = now;
+	if (z->tokens < 1)
+		return false;
+	z->tokens -= 1;
+	return true;
 }
 
 static void close_sock(struct eres *r)
@@ -165,9 +335,9 @@ static void eres_free(struct eres *r)
 		t->list = r->next;
 	if (r->next)
 		r->next->prev = r->prev;
+	budget_release(t->pool, r->job->partition, r->rule_slot);
 	free(r->acc);
 	free(r);
-	atomic_fetch_sub(&t->pool->inflight, 1);
 }
 
 /*
@@ -182,8 +352,11 @@ static void eres_fail(struct eres *r, const struct wire_ede *ede, const char *wh
 	log_debug("EDNS resolution of %s for partition %u failed: %s", name, r->job->partition, why);
 	counter_inc(&r->t->ctr.upstream_errors);
 	struct job *job = r->job;
+	if (discovering(r) && ede == &EDE_NO_ZONE)
+		zcache_put_failed(r);
 	eres_free(r);
-	inflight_fail(job, WIRE_RCODE_SERVFAIL, ede, ede != NULL);
+	/* load shedding (a zone over its query rate) is not a failure to remember */
+	inflight_fail(job, WIRE_RCODE_SERVFAIL, ede, ede != NULL && ede != &EDE_RATE);
 }
 
 /* Add a hop's response to the chain so far (the first one is copied as is). @return 0 or -1 (r failed). */
@@ -257,7 +430,12 @@ static void set_bound(struct eres *r)
 }
 
 /* The deepest cached cut at or above r's hop name, up to r->bound. */
-static bool zcache_get(struct eres *r)
+/*
+ * The deepest cached cut at or above r's hop name, up to r->bound.
+ * @return 1 (r->zone and servers set), 0 (none: find it), -1 (finding it
+ *         failed a moment ago: fail at once).
+ */
+static int zcache_get(struct eres *r)
 {
 	uint8_t name[WIRE_MAX_NAME];
 	size_t len = r->name_len;
@@ -266,21 +444,46 @@ static bool zcache_get(struct eres *r)
 	uint64_t now = clock_ns();
 	for (;;) {
 		struct zentry *z = zcache_slot(r->t, cur, len);
-		if (z->naddr > 0 && z->name_len == len && memcmp(z->name, cur, len) == 0 && now < z->expires_ns) {
-			memcpy(r->zone, cur, len);
-			r->zone_len = len;
-			r->sv.naddr = z->naddr;
-			memcpy(r->sv.addr, z->addr, sizeof(r->sv.addr));
-			return true;
+		if (z->name_len == len && memcmp(z->name, cur, len) == 0 && now < z->expires_ns) {
+			if (z->failed)
+				return -1;
+			if (z->naddr > 0) {
+				memcpy(r->zone, cur, len);
+				r->zone_len = len;
+				r->sv.naddr = z->naddr;
+				memcpy(r->sv.addr, z->addr, sizeof(r->sv.addr));
+				return 1;
+			}
 		}
 		if (wire_name_equal(cur, len, r->bound, r->bound_len))
-			return false;
+			return 0;
 		int off = wire_name_parent(cur, len);
 		if (off <= 0)
-			return false;
+			return 0;
 		cur += off;
 		len -= (size_t)off;
 	}
+}
+
+/*
+ * Finding the cut for r's bound failed (its servers never answer, or it has
+ * none): remember that, 5 s and doubling while it keeps failing (up to the
+ * health backoff's cap), so a flood of names under a dead zone costs one
+ * lookup at a time, not one each.
+ */
+static void zcache_put_failed(struct eres *r)
+{
+	struct zentry *z = zcache_slot(r->t, r->bound, r->bound_len);
+	bool again = z->failed && z->name_len == r->bound_len && memcmp(z->name, r->bound, r->bound_len) == 0;
+	unsigned secs = again ? z->fail_s * 2 : ZCACHE_MIN_TTL;
+	if (secs > HEALTH_BACKOFF_MAX_MS / 1000)
+		secs = HEALTH_BACKOFF_MAX_MS / 1000;
+	memset(z, 0, sizeof(*z));
+	memcpy(z->name, r->bound, r->bound_len);
+	z->name_len = r->bound_len;
+	z->failed = true;
+	z->fail_s = secs;
+	z->expires_ns = clock_ns() + (uint64_t)secs * 1000000000ull;
 }
 
 /* Remember the cut r found (zone and servers) for the NS TTL; wake who waited for it. */
@@ -293,6 +496,8 @@ static void zcache_put(struct eres *r, uint32_t ttl)
 	struct zentry *z = zcache_slot(r->t, r->zone, r->zone_len);
 	memcpy(z->name, r->zone, r->zone_len);
 	z->name_len = r->zone_len;
+	z->failed = false;
+	z->fail_s = 0;
 	z->naddr = r->sv.naddr;
 	memcpy(z->addr, r->sv.addr, sizeof(z->addr));
 	z->expires_ns = clock_ns() + (uint64_t)ttl * 1000000000ull;
@@ -504,6 +709,19 @@ static void eres_query(struct eres *r)
 		eres_fail(r, &EDE_NO_ZONE, "no servers");
 		return;
 	}
+	uint64_t now = clock_ns();
+	int k = 0;
+	while (k < r->sv.naddr && !server_usable(r, &r->sv.addr[(r->cur + k) % r->sv.naddr], now))
+		k++;
+	if (k == r->sv.naddr) {
+		eres_fail(r, &EDE_DOWN, "every server is down (backing off)");
+		return;
+	}
+	r->cur += k;
+	if (!r->forward && !zone_rate_take(r->t, r->zone, r->zone_len)) {
+		eres_fail(r, &EDE_RATE, "zone query rate exceeded (edns.zone_qps)");
+		return;
+	}
 	r->tries++;
 	const struct sockaddr_storage *to = &r->sv.addr[r->cur % r->sv.naddr];
 	r->id = (uint16_t)rnd32();
@@ -579,6 +797,8 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 	if (v.mismatch) {
 		counter_inc(&r->t->ctr.upstream_mismatch);
 		r->mismatched = true;
+	} else {
+		server_answered(r);
 	}
 	if (v.scrubbed > 0)
 		log_debug("EDNS answer for partition %u: %u record(s) the server may not give dropped", job->partition,
@@ -642,6 +862,7 @@ static void on_sock(struct eres *r, uint32_t events)
 			if (errno != EAGAIN && errno != EWOULDBLOCK) {
 				char why[128];
 				snprintf(why, sizeof(why), "receive error: %s", strerror(errno));
+				server_timeout(r);
 				next_server(r, &EDE_NETWORK, why); /* e.g. ICMP port unreachable */
 			}
 			return;
@@ -711,7 +932,12 @@ static void eres_start_hop(struct eres *r)
 		return;
 	}
 	set_bound(r);
-	if (zcache_get(r)) {
+	int cut = zcache_get(r);
+	if (cut < 0) {
+		eres_fail(r, &EDE_NO_ZONE, "the zone's servers could not be found a moment ago");
+		return;
+	}
+	if (cut > 0) {
 		eres_query(r);
 		return;
 	}
@@ -730,12 +956,13 @@ static void start_job(struct ethread *t, struct job *job)
 {
 	struct eres *r = calloc(1, sizeof(*r));
 	if (r == NULL) {
-		atomic_fetch_sub(&t->pool->inflight, 1);
+		budget_release(t->pool, job->partition, rule_slot_of(t->pool, job));
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 		return;
 	}
 	r->t = t;
 	r->job = job;
+	r->rule_slot = rule_slot_of(t->pool, job);
 	r->fd = -1;
 	/* a few upstream attempts' worth, then SERVFAIL rather than silence */
 	r->give_up_ns = clock_ns() + 3ull * job->timeout_ms * 1000000ull;
@@ -771,9 +998,13 @@ static void check_timeouts(struct ethread *t)
 				ub_cancel(t->ctx, r->ub_id);
 			r->ub_busy = false;
 			counter_inc(&t->ctr.upstream_timeouts);
-			eres_fail(r, r->mismatched ? &EDE_MISMATCH : &EDE_SLOW, "resolution took too long");
+			if (discovering(r))
+				eres_fail(r, &EDE_NO_ZONE, "finding the zone's servers took too long");
+			else
+				eres_fail(r, r->mismatched ? &EDE_MISMATCH : &EDE_SLOW, "resolution took too long");
 		} else if (r->st == E_QUERY && r->fd >= 0 && now > r->deadline_ns) {
 			counter_inc(&t->ctr.upstream_timeouts);
+			server_timeout(r);
 			next_server(r, r->mismatched ? &EDE_MISMATCH : &EDE_UNREACHABLE, "timeout");
 		}
 		r = next;
@@ -835,6 +1066,8 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 	hash_key_random(&p->key);
 	p->nthreads = c->edns.threads ? c->edns.threads : 1;
 	p->max_inflight = c->edns.max_inflight ? c->edns.max_inflight : 1000;
+	p->part_cap = p->max_inflight / 4 ? p->max_inflight / 4 : 1;
+	p->rule_cap = p->part_cap;
 	p->threads = calloc(p->nthreads, sizeof(*p->threads));
 	if (p->threads == NULL)
 		goto fail;
@@ -848,8 +1081,12 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 	for (unsigned i = 0; i < p->nthreads; i++) {
 		struct ethread *t = &p->threads[i];
 		t->zcache = calloc(ZCACHE_SLOTS, sizeof(*t->zcache));
+		t->health = calloc(HEALTH_SLOTS, sizeof(*t->health));
+		t->rates = calloc(RATE_SLOTS, sizeof(*t->rates));
+		t->zone_qps = (double)c->edns.zone_qps / p->nthreads;
 		t->ctx = ubctx_new(c);
-		if (t->zcache == NULL || t->ctx == NULL || mq_init(&t->jobs) != 0)
+		if (t->zcache == NULL || t->health == NULL || t->rates == NULL || t->ctx == NULL ||
+		    mq_init(&t->jobs) != 0)
 			goto fail;
 		t->epfd = epoll_create1(EPOLL_CLOEXEC);
 		if (t->epfd < 0)
@@ -876,8 +1113,12 @@ fail:
 
 int resolve_edns_submit(struct resolve_edns *p, struct job *job)
 {
-	if (atomic_fetch_add(&p->inflight, 1) >= p->max_inflight) {
-		atomic_fetch_sub(&p->inflight, 1);
+	unsigned part = budget_part(job->partition), slot = rule_slot_of(p, job);
+	bool over = atomic_fetch_add(&p->inflight, 1) >= p->max_inflight;
+	over |= atomic_fetch_add(&p->part_inflight[part], 1) >= p->part_cap;
+	over |= atomic_fetch_add(&p->rule_inflight[slot], 1) >= p->rule_cap;
+	if (over) {
+		budget_release(p, job->partition, slot);
 		return -EBUSY;
 	}
 	/* Same name (any partition), same thread: its zone-cut cache is warm. */
@@ -933,6 +1174,7 @@ void resolve_edns_free(struct resolve_edns *p)
 			while (m) {
 				struct job *job = (struct job *)m;
 				m = m->next;
+				budget_release(p, job->partition, rule_slot_of(p, job));
 				inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 			}
 			mq_deinit(&t->jobs);
@@ -940,6 +1182,8 @@ void resolve_edns_free(struct resolve_edns *p)
 		if (t->epfd >= 0)
 			close(t->epfd);
 		free(t->zcache);
+		free(t->health);
+		free(t->rates);
 	}
 	free(p->threads);
 	free(p);
