@@ -41,6 +41,12 @@ static bool prefix_list_match(const struct prefix *list, size_t n, int family, c
 	return false;
 }
 
+bool classify_exempt(const struct conf *c, int family, const uint8_t *addr)
+{
+	return prefix_list_match(c->server.client_exempt, c->server.nclient_exempt, family, addr) ||
+	       prefix_list_match(c->edns.trusted_ecs, c->edns.ntrusted_ecs, family, addr);
+}
+
 bool classify_allowed(const struct conf *c, int family, const uint8_t *addr)
 {
 	return prefix_list_match(c->server.allow, c->server.nallow, family, addr);

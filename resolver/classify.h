@@ -24,6 +24,9 @@ struct classify {
  */
 bool classify_addr(const struct sockaddr_storage *ss, int *family, const uint8_t **addr);
 
+/** Is the client exempt from server.client_qps (server.client_exempt, edns.trusted_ecs)? */
+bool classify_exempt(const struct conf *c, int family, const uint8_t *addr);
+
 /** Is the client allowed to query (server.allow)? */
 bool classify_allowed(const struct conf *c, int family, const uint8_t *addr);
 

@@ -20,3 +20,11 @@ static inline uint32_t clock_sec(void)
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint32_t)ts.tv_sec;
 }
+
+/** Monotonic nanoseconds, coarse (a few ms): rates on the hit path, without a syscall. */
+static inline uint64_t clock_coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -292,7 +292,7 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 	bool listen_same = old->server.nlisten == neu->server.nlisten;
 	for (size_t i = 0; listen_same && i < old->server.nlisten; i++)
 		listen_same = strcmp(old->server.listen[i].text, neu->server.listen[i].text) == 0;
-	const char *what[8];
+	const char *what[12];
 	int n = 0;
 	if (!listen_same)
 		what[n++] = "server.listen";
@@ -304,6 +304,10 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "cache.max_bytes";
 	if (old->edns.threads != neu->edns.threads)
 		what[n++] = "edns.threads";
+	if (old->server.client_qps != neu->server.client_qps ||
+	    old->server.client_prefix4 != neu->server.client_prefix4 ||
+	    old->server.client_prefix6 != neu->server.client_prefix6)
+		what[n++] = "server.client_qps/client_prefix4/client_prefix6";
 	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
 	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
 	    old->resolver.nforward_zones != neu->resolver.nforward_zones ||

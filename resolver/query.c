@@ -44,6 +44,26 @@ static int reply_error(struct query_ctx *x, const struct wire_query *q, int rcod
 	return n > 0 ? n : 0;
 }
 
+/* A query over its client's rate: dropped, refused, or (slip) every 2nd
+ * over UDP answered with an empty TC=1 reply so a real client whose address
+ * is spoofed in a flood can still get through over TCP. */
+static int over_limit(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
+                      enum conf_limit_action action, uint8_t *out, size_t limit)
+{
+	if (action == CONF_LIMIT_REFUSE || (action == CONF_LIMIT_SLIP && cl->tcp))
+		return reply_error(x, q, WIRE_RCODE_REFUSED, NULL, NULL, out, limit);
+	if (action == CONF_LIMIT_SLIP && (++x->slip & 1) == 0) {
+		int n = wire_write_error(q, WIRE_RCODE_NOERROR, NULL, NULL, out, limit);
+		if (n <= 0)
+			return 0;
+		out[2] |= WIRE_FLAG_TC >> 8;
+		counter_inc(&x->ctr->truncated);
+		return n;
+	}
+	counter_inc(&x->ctr->dropped);
+	return 0;
+}
+
 /* ---- cache hits ---- */
 
 struct hit_ctx {
@@ -246,6 +266,13 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 	if (!classify_addr(cl->peer, &who.family, &who.addr)) {
 		counter_inc(&x->ctr->dropped);
 		return 0;
+	}
+	/* a client over its rate (server.client_qps), unless exempt: before any
+	 * reply, so a spoofed flood of bad or refused queries is limited too */
+	if (!ratelimit_allow(x->rl, who.family, who.addr, clock_coarse_ns()) &&
+	    !classify_exempt(c, who.family, who.addr)) {
+		counter_inc(&x->ctr->ratelimited);
+		return over_limit(x, cl, &q, c->server.client_limit_action, out, limit);
 	}
 	if (error_rcode < 0 && !classify_allowed(c, who.family, who.addr))
 		error_rcode = WIRE_RCODE_REFUSED;

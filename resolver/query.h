@@ -10,6 +10,7 @@
 #include "resolver/cache.h"
 #include "resolver/counters.h"
 #include "resolver/inflight.h"
+#include "resolver/ratelimit.h"
 #include "resolver/job.h"
 #include "resolver/snapshot.h"
 
@@ -27,6 +28,8 @@ struct query_ctx {
 	void *dispatch_arg;
 	struct counters *ctr;
 	struct partition_counters *pctr; /* PARTITION_MAX + 1 */
+	struct ratelimit *rl;           /* this thread's client rates (server.client_qps) */
+	unsigned slip;                  /* over-limit UDP queries seen, for client_limit_action slip */
 };
 
 /* Where a query came from and how to answer it later. */

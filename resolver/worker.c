@@ -85,8 +85,7 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0)
 		goto fail;
-	w->conns = net_tcp_new(w->epfd, c->server.tcp_max_clients ? c->server.tcp_max_clients : 1000,
-	                       c->server.tcp_idle_ms ? c->server.tcp_idle_ms : 10000);
+	w->conns = net_tcp_new(w->epfd, c, &w->ctr);
 	if (w->conns == NULL)
 		goto fail;
 	w->replies_ev = (struct net_ev){ .kind = NET_EV_REPLIES, .fd = w->replies.efd };
@@ -112,6 +111,9 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	}
 	w->qx = (struct query_ctx){ .cache = env->cache, .inflight = env->inflight, .replies = &w->replies,
 	                            .dispatch = dispatch, .dispatch_arg = w, .ctr = &w->ctr, .pctr = w->pctr };
+	w->qx.rl = ratelimit_new(c->server.client_qps, c->server.client_prefix4, c->server.client_prefix6);
+	if (w->qx.rl == NULL)
+		goto fail;
 	return w;
 fail:
 	worker_free(w);
@@ -142,6 +144,7 @@ void worker_free(struct worker *w)
 	if (w->epfd >= 0)
 		close(w->epfd);
 	snapshot_release(w->qx.snap);
+	ratelimit_free(w->qx.rl);
 	free(w->udp);
 	free(w->tcp);
 	free(w->pctr);

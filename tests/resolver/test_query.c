@@ -71,6 +71,9 @@ static struct env *env_new(const char *yaml)
 	e->x = (struct query_ctx){ .snap = snapshot_get(&e->slot), .cache = e->cache, .inflight = e->inflight,
 	                           .replies = &e->replies, .dispatch = fake_dispatch, .dispatch_arg = e,
 	                           .ctr = &e->ctr, .pctr = e->pctr };
+	const struct conf *cf = e->x.snap->conf;
+	e->x.rl = ratelimit_new(cf->server.client_qps, cf->server.client_prefix4, cf->server.client_prefix6);
+	assert_non_null(e->x.rl);
 	return e;
 }
 
@@ -87,6 +90,7 @@ static void env_free(struct env *e)
 	}
 	mq_deinit(&e->replies);
 	snapshot_release(e->x.snap);
+	ratelimit_free(e->x.rl);
 	inflight_free(e->inflight);
 	cache_free(e->cache);
 	snapshot_slot_deinit(&e->slot);
@@ -424,6 +428,34 @@ static void test_failure_remembered(void **state)
 	assert_int_equal(e->njobs, 2);
 }
 
+static void test_client_limit(void **state)
+{
+	static const char limited[] =
+		"server: { listen: [ \"127.0.0.1@5353\" ], allow: [ 127.0.0.0/8 ], client_qps: 10,\n"
+		"          client_limit_action: slip, client_exempt: [ 127.0.0.8/32 ] }\n"
+		"partitions: { list: [] }\n";
+	struct env *e = env_new(limited);
+	int replies = 0, tc = 0, dropped = 0;
+	for (int i = 0; i < 40; i++) {
+		int n = ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_ANY);
+		if (n == 0)
+			dropped++;
+		else if (e->out[2] & (WIRE_FLAG_TC >> 8))
+			tc++;
+		else
+			replies++;
+	}
+	assert_int_equal(replies, 10);         /* the burst */
+	assert_int_equal(tc, 15);              /* slip: every 2nd over the limit truncated... */
+	assert_int_equal(dropped, 15);         /* ...the rest dropped */
+	assert_int_equal(counter_get(&e->ctr.ratelimited), 30);
+	/* another client, and an exempt one, are not limited */
+	assert_true(ask(e, "127.0.0.10", "www.example.", WIRE_TYPE_ANY) > 0);
+	for (int i = 0; i < 40; i++)
+		assert_true(ask(e, "127.0.0.8", "www.example.", WIRE_TYPE_ANY) > 0);
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +467,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_renumbers_partitions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_any_and_rd0, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_remembered, setup, teardown),
+		cmocka_unit_test(test_client_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
