@@ -39,6 +39,8 @@ struct control_client {
 
 struct control {
 	char *path;
+	dev_t dev;      /* the socket file we bound: freed only if the path is still ours */
+	ino_t ino;
 	int fd;
 	int stop_fd;
 	struct control_verb *verbs;
@@ -166,6 +168,11 @@ struct control *control_new(const char *path, int stop_fd)
 	/* The group may run partdnsctl; others may not (the socket flushes and reloads). */
 	if (chmod(path, 0660) != 0)
 		report(CONTROL_LOG_WARN, "cannot chmod 0660 %s: %s", path, strerror(errno));
+	struct stat st;
+	if (stat(path, &st) == 0) {
+		c->dev = st.st_dev;
+		c->ino = st.st_ino;
+	}
 	c->path = dup;
 	c->fd = fd;
 	c->stop_fd = stop_fd;
@@ -423,7 +430,11 @@ void control_free(struct control *c)
 		return;
 	control_stop(c);
 	close(c->fd);
-	unlink(c->path);
+	/* A daemon that took over (partdns --takeover) has bound a new socket at
+	 * the same path: leave that one alone. */
+	struct stat st;
+	if (stat(c->path, &st) == 0 && st.st_dev == c->dev && st.st_ino == c->ino)
+		unlink(c->path);
 	free(c->path);
 	for (size_t i = 0; i < c->nverbs; i++)
 		free(c->verbs[i].name);

@@ -18,6 +18,7 @@
 #include "resolver/clock.h"
 #include "resolver/inflight.h"
 #include "resolver/log.h"
+#include "resolver/net.h"
 #include "resolver/resolve_edns.h"
 #include "resolver/resolve_normal.h"
 #include "resolver/route.h"
@@ -187,11 +188,33 @@ static void raise_fd_limit(void)
 		         "sockets (LimitNOFILE= in the systemd unit, ulimit -n)", (unsigned long long)rl.rlim_cur);
 }
 
-struct daemon *daemon_new(const char *conf_path, struct conf *c)
+/* An address already served is an accidental second instance, unless the operator takes over on purpose. */
+static int check_listen_free(const struct conf *c, bool takeover)
+{
+	for (size_t i = 0; i < c->server.nlisten; i++) {
+		const struct conf_addr *a = &c->server.listen[i];
+		int rc = net_in_use(a);
+		if (rc == 1 && !takeover) {
+			log_err("cannot listen on %s: the address is in use (another partdns?); stop it first, or start "
+			        "with --takeover to share the address during an upgrade", a->text);
+			return -EADDRINUSE;
+		}
+		if (rc == 1)
+			log_info("--takeover: sharing %s with the process that serves it now", a->text);
+	}
+	return 0;
+}
+
+struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 {
 	struct daemon *d = calloc(1, sizeof(*d));
 	if (d == NULL) {
 		conf_free(c);
+		return NULL;
+	}
+	if (check_listen_free(c, takeover) != 0) {
+		conf_free(c);
+		free(d);
 		return NULL;
 	}
 	raise_fd_limit();
@@ -203,10 +226,14 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c)
 
 	int rc = store_open(c->server.store, false, &d->store);
 	if (rc != 0) {
-		log_err("cannot open the store %s: %s", c->server.store, store_strerror(rc));
+		char msg[1024];
+		log_err("cannot open the store: %s", store_message(rc, c->server.store, msg, sizeof(msg)));
 		conf_free(c);
 		goto fail;
 	}
+	if (store_stale_readers(d->store) > 0)
+		log_warn("store %s: freed %u reader slot(s) left by killed processes", c->server.store,
+		         store_stale_readers(d->store));
 	struct domains *dom;
 	uint64_t version;
 	if (load_domains(d, &dom, &version) != 0) {
@@ -239,6 +266,8 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c)
 	}
 	if (c->server.control && c->server.control[0]) {
 		control_set_log(control_log);
+		if (takeover)
+			unlink(c->server.control); /* the old daemon keeps serving on its unlinked socket until it stops */
 		d->control = control_new(c->server.control, d->stop_fd);
 		if (d->control == NULL || control_register(d->control, "stats", cmd_stats, d) != 0 ||
 		    control_register(d->control, "cache", cmd_cache, d) != 0 ||

@@ -2,6 +2,7 @@
 /* The daemon as a whole: its threads, pools, cache and control socket; signals, reloads, the store watch. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "conf/conf.h"
@@ -12,9 +13,12 @@ struct daemon;
  * Build the daemon from a loaded config (ownership of c passes to it):
  * opens the store, binds every listener, creates the pools.
  * @param conf_path the file to re-read on reload.
+ * @param takeover   share listen addresses that another process already
+ *                   serves (an upgrade); without it such an address is an
+ *                   error (an accidental second instance).
  * @return the daemon or NULL (errors logged).
  */
-struct daemon *daemon_new(const char *conf_path, struct conf *c);
+struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover);
 
 /** Start all threads and serve until SIGTERM/SIGINT; SIGHUP reloads. @return 0 or -errno. */
 int daemon_run(struct daemon *d);

@@ -15,20 +15,30 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: partdns [-c FILE] [-t] [-v] [-d]\n"
-	        "  -c FILE  configuration (default " CONF_DEFAULT_PATH ")\n"
-	        "  -t       check the configuration, print every error, exit 0 (valid) or 1\n"
-	        "  -d       debug logging\n"
-	        "  -v       print the version\n"
+	        "usage: partdns [-c FILE] [-t] [-v] [-d] [--takeover]\n"
+	        "  -c FILE     configuration (default " CONF_DEFAULT_PATH ")\n"
+	        "  -t          check the configuration, print every error, exit 0 (valid) or 1\n"
+	        "  -d          debug logging\n"
+	        "  -v          print the version\n"
+	        "  --takeover  share listen addresses another process serves (an upgrade without\n"
+	        "              downtime: start the new daemon, then stop the old one); without it\n"
+	        "              an address in use is an error\n"
 	        "partdns runs in the foreground; SIGHUP reloads, SIGTERM/SIGINT stop it.\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *path = CONF_DEFAULT_PATH;
-	int check = 0, opt;
-	while ((opt = getopt(argc, argv, "c:tdvh")) != -1) {
+	int check = 0, takeover = 0, opt;
+	static const struct option longopts[] = {
+		{ "takeover", no_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	while ((opt = getopt_long(argc, argv, "c:tdvh", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'T': takeover = 1; break;
 		case 'c': path = optarg; break;
 		case 't': check = 1; break;
 		case 'd': log_set_level(LOG_DEBUG); break;
@@ -65,7 +75,7 @@ int main(int argc, char **argv)
 		conf_free(c);
 		return 1;
 	}
-	struct daemon *d = daemon_new(path, c);
+	struct daemon *d = daemon_new(path, c, takeover != 0);
 	if (d == NULL)
 		return 1;
 	rc = daemon_run(d);

@@ -8,6 +8,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+int net_in_use(const struct conf_addr *a)
+{
+	int fd = socket(a->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	if (a->ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	int rc = bind(fd, (const struct sockaddr *)&a->ss, a->len) == 0 ? 0 : (errno == EADDRINUSE ? 1 : -errno);
+	close(fd);
+	return rc;
+}
+
 bool net_is_wildcard(const struct conf_addr *a)
 {
 	if (a->ss.ss_family == AF_INET)

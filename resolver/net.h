@@ -16,6 +16,14 @@ struct net_ev {
 	void *ptr;     /* NET_EV_TCP_CONN: the connection */
 };
 
+/**
+ * Is a already served by another socket (any process)? A UDP bind without
+ * SO_REUSEADDR/SO_REUSEPORT fails then; UDP has no TIME_WAIT to confuse
+ * it with a daemon that just stopped.
+ * @return 1 (in use), 0 (free), or -errno of the probe.
+ */
+int net_in_use(const struct conf_addr *a);
+
 /** Is a the wildcard address (0.0.0.0, ::)? */
 bool net_is_wildcard(const struct conf_addr *a);
 
