@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /* Clients served at once; more wait in the listen backlog. */
-#define CLIENTS_MAX 8
+#define CLIENTS_MAX 32
 #define BACKLOG 16
 /* After accept() fails for want of descriptors the listener stays readable: pause, not spin. */
 #define ACCEPT_PAUSE_MS 100
@@ -325,12 +325,32 @@ static void client_write(struct control_client *cl)
 }
 
 /* Accept into free slots. @return true if accepting failed for want of resources. */
-static bool accept_clients(struct control *c, int64_t now)
+/*
+ * A slot for a new client: a free one, else the one that has waited longest
+ * without sending its request (a silent client must not hold the socket for
+ * the operator; one taking its reply is left alone). NULL when every slot
+ * is writing a reply.
+ */
+static struct control_client *free_slot(struct control *c)
 {
+	struct control_client *oldest = NULL;
 	for (size_t i = 0; i < CLIENTS_MAX; i++) {
 		struct control_client *cl = &c->clients[i];
-		if (cl->fd >= 0)
-			continue;
+		if (cl->fd < 0)
+			return cl;
+		if (cl->out == NULL && (oldest == NULL || cl->deadline < oldest->deadline))
+			oldest = cl;
+	}
+	if (oldest != NULL) {
+		report(CONTROL_LOG_WARN, "client of %s cut off to make room: it sent no request yet", c->path);
+		client_close(oldest);
+	}
+	return oldest;
+}
+
+static bool accept_clients(struct control *c, int64_t now)
+{
+	for (;;) {
 		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
 			int e = errno;
@@ -339,10 +359,14 @@ static bool accept_clients(struct control *c, int64_t now)
 			report(CONTROL_LOG_WARN, "accept on %s: %s", c->path, strerror(e));
 			return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 		}
+		struct control_client *cl = free_slot(c);
+		if (cl == NULL) {
+			close(fd); /* every slot is sending a reply: the newcomer retries */
+			continue;
+		}
 		cl->fd = fd;
 		cl->deadline = now + CONTROL_TIMEOUT_MS;
 	}
-	return false;
 }
 
 static void *control_main(void *arg)
@@ -353,7 +377,6 @@ static void *control_main(void *arg)
 	for (;;) {
 		int64_t now = now_ms();
 		int timeout = -1;
-		bool room = false;
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
 			struct control_client *cl = &c->clients[i];
 			if (cl->fd >= 0 && cl->deadline <= now) {
@@ -363,7 +386,6 @@ static void *control_main(void *arg)
 				client_close(cl);
 			}
 			if (cl->fd < 0) {
-				room = true;
 				p[2 + i] = (struct pollfd){ .fd = -1 };
 				continue;
 			}
@@ -372,8 +394,9 @@ static void *control_main(void *arg)
 			if (timeout < 0 || left < timeout)
 				timeout = left;
 		}
-		bool listen_now = room && accept_pause_until <= now;
-		if (room && !listen_now) {
+		/* always listening: a full table makes room by cutting off its oldest silent client */
+		bool listen_now = accept_pause_until <= now;
+		if (!listen_now) {
 			int left = (int)(accept_pause_until - now);
 			if (timeout < 0 || left < timeout)
 				timeout = left;

@@ -304,6 +304,28 @@ static void test_silent_client(void **state)
 		         CONTROL_TIMEOUT_MS);
 }
 
+static void test_many_silent_clients(void **state)
+{
+	struct fixture *f = *state;
+	/* More silent clients than the server has slots: the operator still gets through at once. */
+	enum { SILENT = 100 };
+	int fds[SILENT];
+	for (int i = 0; i < SILENT; i++)
+		fds[i] = connect_raw(f->path);
+	usleep(200 * 1000); /* let the server accept them all */
+	int64_t t0 = now_ms();
+	char *body = NULL, msg[256];
+	int rc = control_request(f->path, "echo op", WAIT_MS, &body, NULL, msg, sizeof(msg));
+	int64_t took = now_ms() - t0;
+	assert_int_equal(rc, 0);
+	assert_string_equal(body, "echo\nop\n");
+	free(body);
+	if (took >= 1000)
+		fail_msg("the operator's request waited %lld ms behind %d silent clients", (long long)took, SILENT);
+	for (int i = 0; i < SILENT; i++)
+		close(fds[i]);
+}
+
 static void test_register(void **state)
 {
 	struct fixture *f = *state;
@@ -405,6 +427,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlong_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_silent_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_silent_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_register, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_with_clients, setup, teardown),
