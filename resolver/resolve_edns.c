@@ -119,7 +119,7 @@ struct resolve_edns {
 	struct ethread *threads;
 	unsigned max_inflight;
 	atomic_uint inflight;
-	/* fair shares: one city or one flagged zone takes at most a quarter of max_inflight */
+	/* fair shares: one city takes at most a quarter of max_inflight, one flagged rule half */
 	unsigned part_cap, rule_cap;
 	atomic_uint part_inflight[PARTITION_MAX + 1];
 	atomic_uint rule_inflight[BUDGET_SLOTS];
@@ -139,6 +139,7 @@ struct eres {
 	bool mismatched;             /* a response did not match the query (ID, question, ECS) */
 	bool wake;                   /* E_WAIT: a cut discovery ended, look again */
 	unsigned rule_slot;          /* the job's slot in rule_inflight */
+	uint64_t disc_start_ns;      /* when this resolution began finding a cut itself */
 	uint8_t bound[WIRE_MAX_NAME]; /* the highest zone the cut of this hop may be taken from */
 	size_t bound_len;             /* a response did not match the query (ID, question, ECS) */
 	enum est st;
@@ -628,9 +629,16 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 	}
 	const uint8_t *msg = res->answer_packet;
 	size_t len = (size_t)res->answer_len;
-	if (r->st == E_SOA && res->rcode == WIRE_RCODE_NXDOMAIN) {
+	uint8_t nxzone[WIRE_MAX_NAME];
+	size_t nxzone_len = 0;
+	if (r->st == E_SOA && res->rcode == WIRE_RCODE_NXDOMAIN &&
+	    (edns_iter_soa(msg, len, r->name, r->name_len, r->zname, r->zname_len, nxzone, &nxzone_len) !=
+	             EDNS_CUT_FOUND ||
+	     !wire_name_in_zone(nxzone, nxzone_len, r->bound, r->bound_len))) {
 		/* The name does not exist, and the NXDOMAIN came from a zone above
-		 * it (a TLD, the root): never send ECS there; answer it as is. */
+		 * the flagged name's own (a TLD, the root): never send ECS there;
+		 * answer it as is. An NXDOMAIN from the flagged zone itself goes on:
+		 * its cut is found and cached, and the GSLB is asked with ECS. */
 		uint8_t *neg;
 		size_t neg_len;
 		if (wire_negative_answer(msg, len, r->name, r->name_len, r->job->qtype, r->job->qclass, &neg,
@@ -947,6 +955,7 @@ static void eres_start_hop(struct eres *r)
 	}
 	r->sv.naddr = 0;
 	r->st = E_SOA;
+	r->disc_start_ns = clock_ns();
 	memcpy(r->zname, r->name, r->name_len);
 	r->zname_len = r->name_len;
 	ub_lookup(r, r->zname, r->zname_len, WIRE_TYPE_SOA);
@@ -998,8 +1007,12 @@ static void check_timeouts(struct ethread *t)
 				ub_cancel(t->ctx, r->ub_id);
 			r->ub_busy = false;
 			counter_inc(&t->ctr.upstream_timeouts);
-			if (discovering(r))
+			/* only a discovery that ran long itself says the zone is dead; one
+			 * that started late, after waiting for another, just ran out of time */
+			if (discovering(r) && now - r->disc_start_ns >= 2ull * r->job->timeout_ms * 1000000ull)
 				eres_fail(r, &EDE_NO_ZONE, "finding the zone's servers took too long");
+			else if (discovering(r))
+				eres_fail(r, &EDE_SLOW, "resolution took too long while finding the zone's servers");
 			else
 				eres_fail(r, r->mismatched ? &EDE_MISMATCH : &EDE_SLOW, "resolution took too long");
 		} else if (r->st == E_QUERY && r->fd >= 0 && now > r->deadline_ns) {
@@ -1066,8 +1079,10 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 	hash_key_random(&p->key);
 	p->nthreads = c->edns.threads ? c->edns.threads : 1;
 	p->max_inflight = c->edns.max_inflight ? c->edns.max_inflight : 1000;
+	/* a city may hold a quarter of the pool, a flagged rule half: one city
+	 * flooding one zone leaves that zone room for the other cities */
 	p->part_cap = p->max_inflight / 4 ? p->max_inflight / 4 : 1;
-	p->rule_cap = p->part_cap;
+	p->rule_cap = p->max_inflight / 2 ? p->max_inflight / 2 : 1;
 	p->threads = calloc(p->nthreads, sizeof(*p->threads));
 	if (p->threads == NULL)
 		goto fail;
