@@ -470,28 +470,51 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 	return ret;
 }
 
+/* Remove the entries of s for which drop(e, arg) is true. @return how many. */
+static size_t shard_sweep(struct shard *s, bool (*drop)(const struct entry *e, void *arg), void *arg)
+{
+	struct entry *garbage = NULL;
+	size_t removed = 0;
+	shard_wrlock(&s->lock);
+	size_t n = get_sz(&s->entries);
+	struct entry *e = s->hand;
+	for (size_t k = 0; k < n; k++) {
+		struct entry *next = e->cnext;
+		if (drop(e, arg)) {
+			shard_remove(s, e, &garbage);
+			removed++;
+		}
+		e = next;
+	}
+	shard_unlock(&s->lock);
+	free_list(garbage);
+	return removed;
+}
+
+struct flush_match {
+	bool (*match)(const uint8_t *key, size_t klen, void *arg);
+	void *arg;
+};
+
+static bool drop_matching(const struct entry *e, void *arg)
+{
+	const struct flush_match *m = arg;
+	return m->match == NULL || m->match(entry_key((struct entry *)e), e->klen, m->arg);
+}
+
 size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t klen, void *arg),
 		   void *arg)
 {
+	struct flush_match m = { match, arg };
 	size_t removed = 0;
-	for (unsigned i = 0; i < c->nshards; i++) {
-		struct shard *s = &c->shards[i];
-		struct entry *garbage = NULL;
-		shard_wrlock(&s->lock);
-		size_t n = get_sz(&s->entries);
-		struct entry *e = s->hand;
-		for (size_t k = 0; k < n; k++) {
-			struct entry *next = e->cnext;
-			if (match == NULL || match(entry_key(e), e->klen, arg)) {
-				shard_remove(s, e, &garbage);
-				removed++;
-			}
-			e = next;
-		}
-		shard_unlock(&s->lock);
-		free_list(garbage);
-	}
+	for (unsigned i = 0; i < c->nshards; i++)
+		removed += shard_sweep(&c->shards[i], drop_matching, &m);
 	return removed;
+}
+
+static bool drop_expired(const struct entry *e, void *arg)
+{
+	return !entry_live(e, *(const uint32_t *)arg);
 }
 
 size_t cache_reap(struct cache *c, uint32_t now, unsigned nshards)
@@ -499,21 +522,7 @@ size_t cache_reap(struct cache *c, uint32_t now, unsigned nshards)
 	size_t removed = 0;
 	for (unsigned k = 0; k < nshards && k < c->nshards; k++) {
 		unsigned i = atomic_fetch_add_explicit(&c->reap_next, 1, memory_order_relaxed) % c->nshards;
-		struct shard *s = &c->shards[i];
-		struct entry *garbage = NULL;
-		shard_wrlock(&s->lock);
-		size_t n = get_sz(&s->entries);
-		struct entry *e = s->hand;
-		for (size_t j = 0; j < n; j++) {
-			struct entry *next = e->cnext;
-			if (!entry_live(e, now)) {
-				shard_remove(s, e, &garbage);
-				removed++;
-			}
-			e = next;
-		}
-		shard_unlock(&s->lock);
-		free_list(garbage);
+		removed += shard_sweep(&c->shards[i], drop_expired, &now);
 	}
 	return removed;
 }

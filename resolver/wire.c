@@ -415,6 +415,22 @@ static struct enc *enc_new(void)
 	return e;
 }
 
+/* A finished message: a malloc'd copy in *out (the encoder is freed either way). @return rc, or -ENOMEM. */
+static int enc_finish(struct enc *e, int rc, uint8_t **out, size_t *out_len)
+{
+	if (rc == 0) {
+		*out = malloc(e->len);
+		if (*out == NULL) {
+			rc = -ENOMEM;
+		} else {
+			memcpy(*out, e->buf, e->len);
+			*out_len = e->len;
+		}
+	}
+	free(e);
+	return rc;
+}
+
 /* Messages are capped at 65535 bytes: beyond that the result is unusable. */
 static int enc_put(struct enc *e, const void *p, size_t n)
 {
@@ -1251,16 +1267,7 @@ int wire_splice(const uint8_t *first, size_t first_len, const uint8_t *second, s
 	wr16(e->buf + 6, (uint16_t)an);
 	wr16(e->buf + 8, (uint16_t)ns);
 	wr16(e->buf + 10, (uint16_t)ar);
-	uint8_t *m = malloc(e->len);
-	if (m == NULL) {
-		free(e);
-		return -ENOMEM;
-	}
-	memcpy(m, e->buf, e->len);
-	*out = m;
-	*out_len = e->len;
-	free(e);
-	return 0;
+	return enc_finish(e, 0, out, out_len);
 }
 
 /* ---- reading records ---- */
@@ -1356,17 +1363,7 @@ int wire_cname_prefix(const uint8_t *resp, size_t len, unsigned hops, uint8_t **
 		                  .rdlen = rr.rdlen, .rdata = rr.rdata, .end = rr.rdata + rr.rdlen };
 		rc = enc_rr(e, resp, &raw, rr.owner, rr.ttl, NULL);
 	}
-	if (rc == 0) {
-		*out = malloc(e->len);
-		if (*out == NULL) {
-			rc = -ENOMEM;
-		} else {
-			memcpy(*out, e->buf, e->len);
-			*out_len = e->len;
-		}
-	}
-	free(e);
-	return rc;
+	return enc_finish(e, rc, out, out_len);
 }
 
 /* ---- scrubbing upstream answers ---- */
@@ -1509,18 +1506,10 @@ int wire_scrub(const uint8_t *resp, size_t len, const struct wire_scrub *p, uint
 		wr16(e->buf + 6, (uint16_t)count[0]);
 		wr16(e->buf + 8, (uint16_t)count[1]);
 		wr16(e->buf + 10, (uint16_t)count[2]);
-		*out = malloc(e->len);
-		if (*out == NULL) {
-			rc = -ENOMEM;
-		} else {
-			memcpy(*out, e->buf, e->len);
-			*out_len = e->len;
-			if (dropped)
-				*dropped = drop;
-		}
+		if (dropped)
+			*dropped = drop;
 	}
-	free(e);
-	return rc;
+	return enc_finish(e, rc, out, out_len);
 }
 
 int wire_negative_answer(const uint8_t *src, size_t len, const uint8_t *qname, size_t qname_len, uint16_t qtype,
@@ -1560,18 +1549,9 @@ int wire_negative_answer(const uint8_t *src, size_t len, const uint8_t *qname, s
 	}
 	if (rc == 0 && k < 0)
 		rc = WIRE_E_FORMERR;
-	if (rc == 0) {
+	if (rc == 0)
 		wr16(e->buf + 8, (uint16_t)ns);
-		*out = malloc(e->len);
-		if (*out == NULL) {
-			rc = -ENOMEM;
-		} else {
-			memcpy(*out, e->buf, e->len);
-			*out_len = e->len;
-		}
-	}
-	free(e);
-	return rc;
+	return enc_finish(e, rc, out, out_len);
 }
 
 /* ---- names ---- */

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Tests of the daemon's own pieces: EDNS-domain matching, queues, routing and the cache value
 # format, the query walk (query.c, no sockets) and the EDNS iteration step (canned packets).
-add_library(partdns_test_fixtures STATIC ${PROJECT_SOURCE_DIR}/tests/fixtures/domains_store.c)
-target_link_libraries(partdns_test_fixtures PUBLIC partdns_resolver PRIVATE partdns_warnings)
+add_library(partdns_test_fixtures STATIC ${PROJECT_SOURCE_DIR}/tests/fixtures/domains_store.c
+  ${PROJECT_SOURCE_DIR}/tests/fixtures/messages.c)
+target_link_libraries(partdns_test_fixtures PUBLIC partdns_resolver PkgConfig::LDNS PRIVATE partdns_warnings)
 partdns_unit_test(test_domains ${CMAKE_CURRENT_LIST_DIR}/test_domains.c partdns_test_fixtures)
 partdns_unit_test(test_mq ${CMAKE_CURRENT_LIST_DIR}/test_mq.c partdns_resolver)
 # ldns is used in the tests only, as an independent builder and reader of messages.
 partdns_unit_test(test_route ${CMAKE_CURRENT_LIST_DIR}/test_route.c partdns_test_fixtures PkgConfig::LDNS)
 partdns_unit_test(test_query ${CMAKE_CURRENT_LIST_DIR}/test_query.c partdns_test_fixtures PkgConfig::LDNS)
-partdns_unit_test(test_edns_iter ${CMAKE_CURRENT_LIST_DIR}/test_edns_iter.c partdns_resolver PkgConfig::LDNS)
+partdns_unit_test(test_edns_iter ${CMAKE_CURRENT_LIST_DIR}/test_edns_iter.c partdns_test_fixtures)
 partdns_fuzz_target(upstream ${CMAKE_CURRENT_LIST_DIR}/fuzz_upstream.c ${CMAKE_CURRENT_LIST_DIR}/corpus/upstream
   partdns_resolver)
 partdns_unit_test(test_ratelimit ${CMAKE_CURRENT_LIST_DIR}/test_ratelimit.c partdns_resolver)

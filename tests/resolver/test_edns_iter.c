@@ -13,46 +13,14 @@
 #include <string.h>
 
 #include "resolver/edns_iter.h"
+#include "tests/fixtures/messages.h"
 
-/* A message built with ldns (an independent encoder): records as zone-file text. */
-struct msg_spec {
-	uint16_t id;
-	const char *qname;
-	uint16_t qtype;
-	int rcode;
-	bool aa, tc;
-	const char *an[4], *ns[4], *ar[4];
-};
+/* Messages built with ldns (an independent encoder): records as zone-file text. */
 
-static void push(ldns_pkt *p, ldns_pkt_section s, const char *const *rrs)
+static uint8_t *build(const struct fixture_msg *m, size_t *len)
 {
-	for (size_t i = 0; i < 4 && rrs[i]; i++) {
-		ldns_rr *rr = NULL;
-		assert_int_equal(ldns_rr_new_frm_str(&rr, rrs[i], 300, NULL, NULL), LDNS_STATUS_OK);
-		ldns_pkt_push_rr(p, s, rr);
-	}
-}
-
-static uint8_t *build(const struct msg_spec *m, size_t *len)
-{
-	ldns_pkt *p = ldns_pkt_new();
-	ldns_pkt_set_id(p, m->id);
-	ldns_pkt_set_qr(p, true);
-	ldns_pkt_set_aa(p, m->aa);
-	ldns_pkt_set_tc(p, m->tc);
-	ldns_pkt_set_rcode(p, (uint8_t)m->rcode);
-	ldns_rr *q = ldns_rr_new();
-	ldns_rr_set_owner(q, ldns_dname_new_frm_str(m->qname));
-	ldns_rr_set_type(q, (ldns_rr_type)m->qtype);
-	ldns_rr_set_class(q, LDNS_RR_CLASS_IN);
-	ldns_rr_set_question(q, true);
-	ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, q);
-	push(p, LDNS_SECTION_ANSWER, m->an);
-	push(p, LDNS_SECTION_AUTHORITY, m->ns);
-	push(p, LDNS_SECTION_ADDITIONAL, m->ar);
-	uint8_t *wire = NULL;
-	assert_int_equal(ldns_pkt2wire(&wire, p, len), LDNS_STATUS_OK);
-	ldns_pkt_free(p);
+	uint8_t *wire = fixture_message(m, len);
+	assert_non_null(wire);
 	return wire;
 }
 
@@ -67,7 +35,7 @@ static void test_soa_cut(void **state)
 {
 	static const struct {
 		const char *why;
-		struct msg_spec m;
+		struct fixture_msg m;
 		const char *name, *zname;
 		enum edns_cut want;
 		const char *zone;
@@ -115,7 +83,7 @@ static void test_soa_cut(void **state)
 
 static void test_servers(void **state)
 {
-	struct msg_spec m = { .qname = "cdn.test.", .qtype = LDNS_RR_TYPE_NS,
+	struct fixture_msg m = { .qname = "cdn.test.", .qtype = LDNS_RR_TYPE_NS,
 	                      .an = { "cdn.test. 300 IN NS ns1.cdn.test.", "cdn.test. 300 IN NS ns2.cdn.test.",
 	                              "other.test. 300 IN NS ns.evil.test." },
 	                      .ar = { "ns1.cdn.test. 300 IN A 192.0.2.53", "ns2.cdn.test. 300 IN AAAA 2001:db8::53",
@@ -151,7 +119,7 @@ static void test_response(void **state)
 {
 	static const struct {
 		const char *why;
-		struct msg_spec m;
+		struct fixture_msg m;
 		bool tcp;
 		enum edns_step want;
 		const char *name; /* CNAME target or referral cut */
@@ -231,7 +199,7 @@ static void test_scrub(void **state)
 {
 	static const struct {
 		const char *why;
-		struct msg_spec m;
+		struct fixture_msg m;
 		const char *zone;   /* NULL: a forwarder */
 		const char *want;   /* records kept, as records() prints them */
 	} vectors[] = {
@@ -291,7 +259,7 @@ static void test_scrub(void **state)
 		free(msg);
 	}
 	/* a CNAME loop and a broken A are malformed */
-	struct msg_spec loop = { .id = 1, .qname = "a.cdn.test.", .qtype = 1,
+	struct fixture_msg loop = { .id = 1, .qname = "a.cdn.test.", .qtype = 1,
 	                         .an = { "a.cdn.test. 300 IN CNAME b.cdn.test.", "b.cdn.test. 300 IN CNAME a.cdn.test." } };
 	size_t len;
 	uint8_t *msg = build(&loop, &len);
@@ -302,7 +270,7 @@ static void test_scrub(void **state)
 	size_t out_len;
 	assert_int_equal(wire_scrub(msg, len, &p, &out, &out_len, NULL), WIRE_E_FORMERR);
 	free(msg);
-	struct msg_spec good = { .id = 1, .qname = "a.cdn.test.", .qtype = 1, .an = { "a.cdn.test. 300 IN A 192.0.2.1" } };
+	struct fixture_msg good = { .id = 1, .qname = "a.cdn.test.", .qtype = 1, .an = { "a.cdn.test. 300 IN A 192.0.2.1" } };
 	msg = build(&good, &len);
 	assert_int_equal(msg[len - 6], 0);
 	assert_int_equal(msg[len - 5], 4);
@@ -313,7 +281,7 @@ static void test_scrub(void **state)
 
 static void test_negative_answer(void **state)
 {
-	struct msg_spec nx = { .id = 7, .qname = "www.nowhere.test.", .qtype = LDNS_RR_TYPE_SOA, .rcode = 3,
+	struct fixture_msg nx = { .id = 7, .qname = "www.nowhere.test.", .qtype = LDNS_RR_TYPE_SOA, .rcode = 3,
 	                       .ns = { "test. 60 IN SOA ns.nic.test. h.nic.test. 1 2 3 4 5",
 	                               "test. 60 IN NS ns.nic.test." } };
 	size_t len;

@@ -15,6 +15,7 @@
 #include "partition/partition.h"
 #include "resolver/query.h"
 #include "tests/fixtures/domains_store.h"
+#include "tests/fixtures/messages.h"
 
 static const char config[] =
 	"server: { listen: [ \"127.0.0.1@5353\" ], allow: [ 127.0.0.0/8, 192.0.2.0/24 ] }\n"
@@ -157,24 +158,11 @@ static uint8_t *make_response(const struct job *job, const char *const *rrs, siz
 {
 	char qname[512];
 	assert_true(wire_name_to_text(job->qname, job->qname_len, qname, sizeof(qname)) > 0);
-	ldns_pkt *p = ldns_pkt_new();
-	ldns_pkt_set_qr(p, true);
-	ldns_pkt_set_rd(p, true);
-	ldns_pkt_set_ra(p, true);
-	ldns_rr *q = ldns_rr_new();
-	ldns_rr_set_owner(q, ldns_dname_new_frm_str(qname));
-	ldns_rr_set_type(q, (ldns_rr_type)job->qtype);
-	ldns_rr_set_class(q, LDNS_RR_CLASS_IN);
-	ldns_rr_set_question(q, true);
-	ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, q);
-	for (size_t i = 0; rrs[i]; i++) {
-		ldns_rr *rr = NULL;
-		assert_int_equal(ldns_rr_new_frm_str(&rr, rrs[i], 300, NULL, NULL), LDNS_STATUS_OK);
-		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
-	}
-	uint8_t *wire = NULL;
-	assert_int_equal(ldns_pkt2wire(&wire, p, len), LDNS_STATUS_OK);
-	ldns_pkt_free(p);
+	struct fixture_msg m = { .qname = qname, .qtype = job->qtype };
+	for (size_t i = 0; rrs[i] && i < 7; i++)
+		m.an[i] = rrs[i];
+	uint8_t *wire = fixture_message(&m, len);
+	assert_non_null(wire);
 	return wire;
 }
 

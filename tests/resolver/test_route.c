@@ -14,6 +14,7 @@
 #include "resolver/route.h"
 #include "resolver/wire.h"
 #include "tests/fixtures/domains_store.h"
+#include "tests/fixtures/messages.h"
 
 static const struct fixture_domain flagged[] = {
 	{ "video.cdn.test.", false, CONF_POLICY_ITERATE },
@@ -33,25 +34,11 @@ static int teardown(void **state)
 /* A response for qname A with the given answer records (zone-file text). */
 static uint8_t *response(const char *qname, const char *const *rrs, size_t *len)
 {
-	ldns_pkt *p = ldns_pkt_new();
-	ldns_pkt_set_qr(p, true);
-	ldns_pkt_set_rd(p, true);
-	ldns_pkt_set_ra(p, true);
-	ldns_rdf *owner = ldns_dname_new_frm_str(qname);
-	ldns_rr *q = ldns_rr_new();
-	ldns_rr_set_owner(q, owner);
-	ldns_rr_set_type(q, LDNS_RR_TYPE_A);
-	ldns_rr_set_class(q, LDNS_RR_CLASS_IN);
-	ldns_rr_set_question(q, true);
-	ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, q);
-	for (size_t i = 0; rrs[i]; i++) {
-		ldns_rr *rr = NULL;
-		assert_int_equal(ldns_rr_new_frm_str(&rr, rrs[i], 300, NULL, NULL), LDNS_STATUS_OK);
-		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
-	}
-	uint8_t *wire = NULL;
-	assert_int_equal(ldns_pkt2wire(&wire, p, len), LDNS_STATUS_OK);
-	ldns_pkt_free(p);
+	struct fixture_msg m = { .qname = qname };
+	for (size_t i = 0; rrs[i] && i < 7; i++)
+		m.an[i] = rrs[i];
+	uint8_t *wire = fixture_message(&m, len);
+	assert_non_null(wire);
 	return wire;
 }
 
