@@ -33,6 +33,13 @@ struct conf_addr {
 
 enum conf_policy { CONF_POLICY_ITERATE, CONF_POLICY_FORWARD };
 
+/* What happens to a client's query over server.client_qps. */
+enum conf_limit_action {
+	CONF_LIMIT_DROP,   /* no reply */
+	CONF_LIMIT_REFUSE, /* REFUSED */
+	CONF_LIMIT_SLIP,   /* every 2nd an empty TC=1 reply (a real client retries over TCP), the rest dropped */
+};
+
 enum conf_unmatched {
 	CONF_UNMATCHED_COMMON,    /* no partition: everything goes the normal way */
 	CONF_UNMATCHED_REFUSE,    /* REFUSED */
@@ -61,8 +68,17 @@ struct conf {
 		struct prefix *allow;
 		char *control;            /* control socket path */
 		char *store;              /* LMDB environment directory */
+		bool create_store;        /* create the store directory when missing */
 		unsigned tcp_idle_ms;     /* idle TCP connection timeout */
 		unsigned tcp_max_clients; /* per worker thread */
+		unsigned tcp_message_ms;  /* first byte to last of one TCP message */
+		uint64_t tcp_out_max;     /* bytes of replies queued per TCP connection before reading pauses */
+		unsigned tcp_max_per_client; /* TCP connections per IPv4 address or IPv6 /64, all threads */
+		unsigned client_qps;      /* queries per second per client prefix; 0 = no limit */
+		unsigned client_prefix4, client_prefix6; /* how clients are grouped for client_qps */
+		enum conf_limit_action client_limit_action;
+		size_t nclient_exempt;    /* never limited (with edns.trusted_ecs) */
+		struct prefix *client_exempt;
 	} server;
 
 	struct {
@@ -80,6 +96,7 @@ struct conf {
 		struct conf_forward_zone *forward_zones;
 		size_t noptions;
 		struct conf_option *options;
+		unsigned zone_qps;  /* upstream queries per second per zone (libunbound ratelimit); 0 = off */
 	} resolver;
 
 	struct {
@@ -89,6 +106,7 @@ struct conf {
 		struct conf_addr *forward;
 		unsigned timeout_ms;
 		unsigned max_inflight;  /* cap on concurrent EDNS resolutions */
+		unsigned zone_qps;      /* upstream queries per second per zone; 0 = off */
 		size_t ntrusted_ecs;
 		struct prefix *trusted_ecs;
 	} edns;

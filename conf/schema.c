@@ -22,6 +22,7 @@
 enum stype {
 	ST_SECTION, /* a mapping of sub-items */
 	ST_UINT,    /* decimal integer in min..max, an unsigned/uint32_t/uint64_t field */
+	ST_BOOL,    /* true or false, a bool field */
 	ST_SIZE,    /* integer with optional K/M/G suffix (powers of 1024), uint64_t */
 	ST_STR,     /* any string, char * */
 	ST_PATH,    /* a non-empty string, char * */
@@ -88,6 +89,14 @@ static const struct senum policy_enums[] = {
 };
 _Static_assert(sizeof(enum conf_policy) == sizeof(int), "ST_ENUM stores an int");
 
+static const struct senum limit_enums[] = {
+	{ "drop", CONF_LIMIT_DROP },
+	{ "refuse", CONF_LIMIT_REFUSE },
+	{ "slip", CONF_LIMIT_SLIP },
+	{ NULL, 0 },
+};
+_Static_assert(sizeof(enum conf_limit_action) == sizeof(int), "ST_ENUM stores an int");
+
 /* clang-format off */
 #define CS struct conf_state
 static const struct sitem server_items[] = {
@@ -102,10 +111,28 @@ static const struct sitem server_items[] = {
 	  .def = "/run/partdns/control.sock" },
 	{ .name = "store", .type = ST_PATH, FLD(CS, conf.server.store),
 	  .def = "/var/lib/partdns" },
+	{ .name = "create_store", .type = ST_BOOL, FLD(CS, conf.server.create_store),
+	  .def = "false" },
 	{ .name = "tcp_idle_ms", .type = ST_UINT, FLD(CS, conf.server.tcp_idle_ms),
 	  .min = 100, .max = 600000, .def = "10000" },
 	{ .name = "tcp_max_clients", .type = ST_UINT, FLD(CS, conf.server.tcp_max_clients),
 	  .min = 1, .max = 100000, .def = "1000" },
+	{ .name = "tcp_message_ms", .type = ST_UINT, FLD(CS, conf.server.tcp_message_ms),
+	  .min = 100, .max = 60000, .def = "2000" },
+	{ .name = "tcp_out_max", .type = ST_SIZE, FLD(CS, conf.server.tcp_out_max),
+	  .min = 16 * K, .max = 64 * MIB, .def = "256K" },
+	{ .name = "tcp_max_per_client", .type = ST_UINT, FLD(CS, conf.server.tcp_max_per_client),
+	  .min = 1, .max = 65535, .def = "16" },
+	{ .name = "client_qps", .type = ST_UINT, FLD(CS, conf.server.client_qps),
+	  .max = 10000000, .def = "5000" },
+	{ .name = "client_prefix4", .type = ST_UINT, FLD(CS, conf.server.client_prefix4),
+	  .min = 8, .max = 32, .def = "32" },
+	{ .name = "client_prefix6", .type = ST_UINT, FLD(CS, conf.server.client_prefix6),
+	  .min = 16, .max = 128, .def = "64" },
+	{ .name = "client_limit_action", .type = ST_ENUM, FLD(CS, conf.server.client_limit_action),
+	  .enums = limit_enums, .def = "slip" },
+	{ .name = "client_exempt", .type = ST_PREFIX,
+	  LST(CS, conf.server.client_exempt, conf.server.nclient_exempt, 0) },
 	{ .name = NULL },
 };
 
@@ -142,6 +169,8 @@ static const struct sitem resolver_items[] = {
 	  LST(CS, conf.resolver.forward_zones, conf.resolver.nforward_zones, 0) },
 	{ .name = "options", .type = ST_OPTIONS, .off = offsetof(CS, conf.resolver.options),
 	  .count_off = offsetof(CS, conf.resolver.noptions) },
+	{ .name = "zone_qps", .type = ST_UINT, FLD(CS, conf.resolver.zone_qps),
+	  .max = 1000000, .def = "1000" },
 	{ .name = NULL },
 };
 
@@ -156,6 +185,8 @@ static const struct sitem edns_items[] = {
 	  .min = 50, .max = 60000, .def = "1500" },
 	{ .name = "max_inflight", .type = ST_UINT, FLD(CS, conf.edns.max_inflight),
 	  .min = 1, .max = 1000000, .def = "1000" },
+	{ .name = "zone_qps", .type = ST_UINT, FLD(CS, conf.edns.zone_qps),
+	  .max = 1000000, .def = "1000" },
 	{ .name = "trusted_ecs", .type = ST_PREFIX,
 	  LST(CS, conf.edns.trusted_ecs, conf.edns.ntrusted_ecs, 0) },
 	{ .name = NULL },
@@ -277,6 +308,23 @@ static int parse_uint(struct loader *L, const struct sitem *it, const struct yno
 		uint32_t v32 = (uint32_t)v;
 		memcpy(dst, &v32, sizeof(v32));
 	}
+	return 0;
+}
+
+/* YAML 1.2 core schema booleans only: "yes", "on" and friends are refused. */
+static int parse_bool(struct loader *L, const struct sitem *it, const struct ynode *n,
+                      const char *s, void *dst)
+{
+	bool v;
+	if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) {
+		v = true;
+	} else if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0) {
+		v = false;
+	} else {
+		conf_error(L, n, true, "expected true or false");
+		return -1;
+	}
+	memcpy(dst, &v, sizeof(v));
 	return 0;
 }
 
@@ -528,6 +576,8 @@ static int parse_scalar(struct loader *L, const struct sitem *it, const struct y
 	switch (it->type) {
 	case ST_UINT:
 		return parse_uint(L, it, n, s, dst);
+	case ST_BOOL:
+		return parse_bool(L, it, n, s, dst);
 	case ST_SIZE:
 		return parse_size(L, it, n, s, dst);
 	case ST_ENUM:
