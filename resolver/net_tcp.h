@@ -12,12 +12,23 @@ struct net_tcp;
 
 /**
  * Connections of one thread, registered in epfd with net_ev tags
- * (NET_EV_TCP_CONN, ptr = the connection).
- * @param max_conns  server.tcp_max_clients: over it new connections are closed at once
- * @param idle_ms    a connection without a pending query closes after this
+ * (NET_EV_TCP_CONN, ptr = the connection). Limits, from c->server:
+ *  - tcp_max_clients: connections of this thread; when full, a new one
+ *    closes the connection idle for longest (no query pending, no reply
+ *    queued), or is closed at once when none is idle;
+ *  - tcp_max_per_client: connections of one IPv4 address or IPv6 /64,
+ *    counted across every thread of the process; over it a new one is
+ *    closed at once;
+ *  - tcp_idle_ms: a connection without a pending query closes this long
+ *    after its last complete query or the last reply bytes the client took;
+ *  - tcp_message_ms: from the first byte of a message to its last;
+ *  - tcp_out_max: replies queued for a connection above which its queries
+ *    are not read until half of them are taken (also paused at 100 queries
+ *    pending, until 50).
+ * @param ctr  this thread's counters (tcp_refused_client ... tcp_paused)
  * @return NULL on ENOMEM.
  */
-struct net_tcp *net_tcp_new(int epfd, size_t max_conns, unsigned idle_ms);
+struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr);
 
 /** Close every connection and free. NULL is a no-op. */
 void net_tcp_free(struct net_tcp *t);
@@ -25,7 +36,11 @@ void net_tcp_free(struct net_tcp *t);
 /** Accept what is waiting on the listening socket fd. */
 void net_tcp_accept(struct net_tcp *t, int fd);
 
-/** An epoll event on a connection: read queries (answered through x), write replies. */
+/**
+ * An epoll event on a connection: read queries (answered through x), write
+ * replies. x is kept: queries held back while output was full are answered
+ * through it when the client catches up.
+ */
 void net_tcp_event(struct net_tcp *t, struct net_ev *ev, uint32_t events, struct query_ctx *x);
 
 /**
@@ -34,7 +49,7 @@ void net_tcp_event(struct net_tcp *t, struct net_ev *ev, uint32_t events, struct
  */
 void net_tcp_reply(struct net_tcp *t, uint64_t conn_id, const uint8_t *msg, int len);
 
-/** Close idle connections (call about once a second). */
+/** Close idle connections and messages past their deadline (call about once a second). */
 void net_tcp_sweep(struct net_tcp *t);
 
 /** Free connections closed in this event batch (later events of the batch may still name them). */
