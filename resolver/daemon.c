@@ -333,6 +333,12 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "cache.max_bytes";
 	if (old->edns.threads != neu->edns.threads)
 		what[n++] = "edns.threads";
+	if (old->server.tcp_idle_ms != neu->server.tcp_idle_ms ||
+	    old->server.tcp_max_clients != neu->server.tcp_max_clients ||
+	    old->server.tcp_message_ms != neu->server.tcp_message_ms ||
+	    old->server.tcp_out_max != neu->server.tcp_out_max ||
+	    old->server.tcp_max_per_client != neu->server.tcp_max_per_client)
+		what[n++] = "server.tcp_*";
 	if (old->server.client_qps != neu->server.client_qps ||
 	    old->server.client_prefix4 != neu->server.client_prefix4 ||
 	    old->server.client_prefix6 != neu->server.client_prefix6)
