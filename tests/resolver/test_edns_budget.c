@@ -44,24 +44,28 @@ static void test_fair_shares(void **state)
 	struct snapshot_slot slot;
 	snapshot_slot_init(&slot);
 	struct inflight *t = inflight_new(cache, &slot);
-	/* max_inflight 8: a city, and a flagged rule, may hold 2 each */
+	/* max_inflight 8: a city may hold 2, a flagged rule 4 */
 	struct job *j;
 	assert_int_equal(resolve_edns_submit(p, make_job(t, 1, "a.example.")), 0);
 	assert_int_equal(resolve_edns_submit(p, make_job(t, 1, "b.example.")), 0);
 	j = make_job(t, 1, "c.example.");
 	assert_int_equal(resolve_edns_submit(p, j), -EBUSY); /* nanjing's share is taken */
 	inflight_fail(j, WIRE_RCODE_SERVFAIL, NULL, false);
-	assert_int_equal(resolve_edns_submit(p, make_job(t, 2, "a.example.")), 0);
-	j = make_job(t, 3, "a.example.");
+	for (unsigned part = 2; part <= 4; part++)
+		assert_int_equal(resolve_edns_submit(p, make_job(t, part, "a.example.")), 0);
+	j = make_job(t, 5, "a.example.");
 	assert_int_equal(resolve_edns_submit(p, j), -EBUSY); /* a.example's share is taken */
 	inflight_fail(j, WIRE_RCODE_SERVFAIL, NULL, false);
-	/* the others are untouched */
-	assert_int_equal(resolve_edns_submit(p, make_job(t, 3, "d.example.")), 0);
-	assert_int_equal(resolve_edns_submit(p, make_job(t, 4, "e.example.")), 0);
-	assert_int_equal(resolve_edns_inflight(p), 5);
+	/* other cities and rules still get in, up to the pool's size */
+	assert_int_equal(resolve_edns_submit(p, make_job(t, 5, "d.example.")), 0);
+	assert_int_equal(resolve_edns_submit(p, make_job(t, 6, "e.example.")), 0);
+	assert_int_equal(resolve_edns_submit(p, make_job(t, 7, "f.example.")), 0);
+	assert_int_equal(resolve_edns_inflight(p), 8);
+	j = make_job(t, 8, "g.example.");
+	assert_int_equal(resolve_edns_submit(p, j), -EBUSY); /* the pool is full */
+	inflight_fail(j, WIRE_RCODE_SERVFAIL, NULL, false);
 	/* refused submissions gave their places back */
-	assert_int_equal(resolve_edns_submit(p, make_job(t, 5, "f.example.")), 0);
-	assert_int_equal(resolve_edns_inflight(p), 6);
+	assert_int_equal(resolve_edns_inflight(p), 8);
 	resolve_edns_free(p); /* fails the queued jobs */
 	inflight_free(t);
 	cache_free(cache);
