@@ -110,7 +110,7 @@ static void as_response(const uint8_t *data, size_t size)
 	CHECK(wire_blob_rcode(blob, blob_len) == info.rcode);
 
 	/* Re-parse the stored message (after the blob header) to get its question. */
-	const uint8_t *msg = blob + blob_len - info.msg_len;
+	const uint8_t *msg = blob + info.msg_off;
 	uint8_t qbuf[WIRE_MAX_NAME + 64];
 	size_t qlen = 0;
 	while (qlen < WIRE_MAX_NAME && msg[WIRE_HEADER_SIZE + qlen] != 0)
