@@ -26,7 +26,12 @@ void domains_free(struct domains *d);
 /**
  * The rule for a lower-cased wire qname: an exact entry for the name itself,
  * else the nearest enclosing --subtree entry. Thread-safe.
- * @return the rule (valid while d lives) or NULL when the name is normal.
+ * The set keeps names and rules compactly; the struct returned is rebuilt by
+ * each call in a buffer of the calling thread (name, subtree, policy and the
+ * nforward targets as stored; forward[] past nforward is unspecified).
+ * @return the rule, valid on the calling thread until its next domains_match
+ *         call (on any set; d may be freed meanwhile): copy what must live
+ *         longer. NULL when the name is normal (or longer than 255 bytes).
  */
 const struct store_domain *domains_match(const struct domains *d, const uint8_t *qname, size_t len);
 
