@@ -404,18 +404,30 @@ struct enc {
 	uint8_t buf[WIRE_MAX_MSG];
 };
 
+/*
+ * One encoder per thread, reused: an 80 KB work buffer malloc'd and freed
+ * for every upstream answer was the largest per-miss allocation and left
+ * the heap fragmented after floods (bench/RESULTS.md "Abuse"). No function
+ * here uses two encoders at once, and none keeps one past its return.
+ */
+static _Thread_local struct enc enc_tls;
+
 static struct enc *enc_new(void)
 {
-	struct enc *e = malloc(sizeof(*e));
-	if (e == NULL)
-		return NULL;
+	struct enc *e = &enc_tls;
 	e->len = 0;
 	e->used = 0;
 	memset(e->off, 0, sizeof(e->off));
 	return e;
 }
 
-/* A finished message: a malloc'd copy in *out (the encoder is freed either way). @return rc, or -ENOMEM. */
+/* The encoder is done with (it stays with its thread). */
+static void enc_free(struct enc *e)
+{
+	(void)e;
+}
+
+/* A finished message: a malloc'd copy in *out (the encoder is released either way). @return rc, or -ENOMEM. */
 static int enc_finish(struct enc *e, int rc, uint8_t **out, size_t *out_len)
 {
 	if (rc == 0) {
@@ -427,7 +439,7 @@ static int enc_finish(struct enc *e, int rc, uint8_t **out, size_t *out_len)
 			*out_len = e->len;
 		}
 	}
-	free(e);
+	enc_free(e);
 	return rc;
 }
 
@@ -891,7 +903,7 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	*ttl = life;
 out:
 	free(offs);
-	free(e);
+	enc_free(e);
 	return rc;
 }
 
@@ -1263,7 +1275,7 @@ int wire_splice(const uint8_t *first, size_t first_len, const uint8_t *second, s
 	if (rc == 0 && an > 0xffff)
 		rc = WIRE_E_FORMERR;
 	if (rc != 0) {
-		free(e);
+		enc_free(e);
 		return rc;
 	}
 	wr16(e->buf + 6, (uint16_t)an);
