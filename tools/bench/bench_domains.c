@@ -162,22 +162,12 @@ struct gen {
 
 static struct conf_addr target(const char *host, uint16_t port)
 {
+	/* through the config's own parser: the form an operator writes, ADDR@PORT */
+	char text[80];
+	snprintf(text, sizeof(text), "%s@%u", host, (unsigned)port);
 	struct conf_addr a;
-	memset(&a, 0, sizeof(a));
-	if (strchr(host, ':') != NULL) {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&a.ss;
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		inet_pton(AF_INET6, host, &sin6->sin6_addr);
-		a.len = sizeof(*sin6);
-	} else {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&a.ss;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		inet_pton(AF_INET, host, &sin->sin_addr);
-		a.len = sizeof(*sin);
-	}
-	snprintf(a.text, sizeof(a.text), "%s@%u", host, (unsigned)port);
+	if (conf_addr_parse(text, 53, &a) != 0)
+		abort();
 	return a;
 }
 
