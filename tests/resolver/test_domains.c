@@ -340,7 +340,7 @@ static void test_max_length(void **state)
 	(void)state;
 	struct fixture_store *f = empty_store("maxlen");
 	/* 63+1 ×3 + 61+1 + the root: 255 bytes of wire */
-	char exact255[300], sub253[300], q255[300], ones255[300], ones_sub[300], ones_q[300];
+	char exact255[300], sub253[300], q255[304], ones255[300], ones_sub[300], ones_q[300];
 	name_of(exact255, sizeof(exact255), 3, 63, 'a', "");
 	size_t o = strlen(exact255);
 	name_of(exact255 + o, sizeof(exact255) - o, 1, 61, 'b', "");
