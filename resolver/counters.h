@@ -34,12 +34,6 @@ static inline void counter_inc(_Atomic uint64_t *c)
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
-/** Bump a counter that several threads write. */
-static inline void counter_inc_shared(_Atomic uint64_t *c)
-{
-	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
 static inline uint64_t counter_get(_Atomic uint64_t *c)
 {
 	return atomic_load_explicit(c, memory_order_relaxed);

@@ -67,7 +67,7 @@ struct job {
 	uint8_t qname[WIRE_MAX_NAME]; /* lower case */
 	size_t qname_len;
 	uint16_t qtype, qclass;
-	bool do_bit, cd_bit;
+	bool cd_bit;
 	unsigned partition;
 	bool edns;                /* EDNS pool (else normal pool) */
 	struct ecs ecs;           /* EDNS: the partition's mapped identity */

@@ -127,9 +127,6 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 	job->qname_len = q->qname_len;
 	job->qtype = q->qtype;
 	job->qclass = q->qclass;
-	/* DO upstream whatever the client said: one cache entry serves DO and
-	 * non-DO clients, the DNSSEC records stripped for the latter at reply time */
-	job->do_bit = true;
 	job->cd_bit = (q->flags & WIRE_FLAG_CD) != 0;
 	job->partition = rt->rule ? rt->part : PARTITION_COMMON;
 	job->lim = (struct wire_limits){ .min_ttl = c->cache.min_ttl, .max_ttl = c->cache.max_ttl,

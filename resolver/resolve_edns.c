@@ -733,7 +733,9 @@ static void eres_query(struct eres *r)
 	r->tries++;
 	const struct sockaddr_storage *to = &r->sv.addr[r->cur % r->sv.naddr];
 	r->id = (uint16_t)rnd32();
-	int len = wire_query_build(r->id, r->forward, job->do_bit, r->name, r->name_len, job->qtype, job->qclass,
+	/* DO whatever the client said: one cache entry serves DO and non-DO
+	 * clients, the DNSSEC records stripped for the latter at reply time */
+	int len = wire_query_build(r->id, r->forward, true, r->name, r->name_len, job->qtype, job->qclass,
 	                           &job->ecs, r->q, sizeof(r->q));
 	if (len < 0) {
 		eres_fail(r, &EDE_INVALID, "cannot build the query");

@@ -1071,7 +1071,6 @@ int wire_blob_info(const uint8_t *blob, size_t blob_len, struct wire_blob_info *
 	info->arcount = rd16(v.msg + 10);
 	info->msg_len = v.msg_len;
 	info->msg_off = (size_t)(v.msg - blob);
-	info->plain_view = v.plain != NULL;
 	return 0;
 }
 

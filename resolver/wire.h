@@ -260,7 +260,6 @@ struct wire_blob_info {
 	unsigned ancount, nscount, arcount; /* arcount without the dropped OPT */
 	size_t msg_len;                  /* size of the stored message */
 	size_t msg_off;                  /* where it starts in the blob */
-	bool plain_view;                 /* a view without DNSSEC records follows (for clients without DO) */
 };
 
 /** @return 0 or -EINVAL (not a blob). */
