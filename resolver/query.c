@@ -338,7 +338,8 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 /* ---- answers from resolutions ---- */
 
 /* A normal answer reached a partitioned waiter whose chain enters an EDNS domain. */
-static int answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t limit)
+/* @return false (no identity: answer with the common entry), or true with *len as query_answer returns it. */
+static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t limit, int *len)
 {
 	const struct result *r = wt->result;
 	const struct conf *c = x->snap->conf;
@@ -347,17 +348,17 @@ static int answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_t
 	struct route rt = { .part = wt->partition, .echo = wt->echo, .echo_ecs = wt->echo_ecs };
 	if (!classify_addr(&wt->peer, &family, &addr) ||
 	    mapping_ecs(c->partitions.mapping, wt->partition, family, &rt.mapped) != 0)
-		return 0; /* no identity: the common answer it is */
+		return false;
 	if (rt.echo)
 		rt.echo_ecs.scope = rt.echo_ecs.source;
 	uint8_t *prefix = malloc(r->prefix_len);
 	if (prefix == NULL)
-		return 0;
+		return false;
 	memcpy(prefix, r->prefix, r->prefix_len);
 	struct query_client cl = { .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
 	                           .peer_len = wt->peer_len, .local = wt->has_local ? &wt->local : NULL };
-	int len = continue_chain(x, &cl, &wt->q, &rt, r->target, r->target_len, prefix, r->prefix_len, out, limit);
-	return len < 0 ? -1 : (len > 0 ? len : -2);
+	*len = continue_chain(x, &cl, &wt->q, &rt, r->target, r->target_len, prefix, r->prefix_len, out, limit);
+	return true;
 }
 
 int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap)
@@ -366,18 +367,15 @@ int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, siz
 	if (limit > cap)
 		limit = cap;
 	const struct result *r = wt->result;
-	if (r && r->prefix && !wt->edns_route && wt->partition != PARTITION_COMMON) {
-		int len = answer_as_chain(x, wt, out, limit);
-		if (len == -2)
-			return 0;
-		if (len != 0)
-			return len;
-	}
+	int len;
+	if (r && r->prefix && !wt->edns_route && wt->partition != PARTITION_COMMON &&
+	    answer_as_chain(x, wt, out, limit, &len))
+		return len;
 	const struct ecs *echo = wt->echo ? &wt->echo_ecs : NULL;
 	if (r == NULL || r->rcode >= 0)
 		return reply_error(x, &wt->q, r ? r->rcode : WIRE_RCODE_SERVFAIL, echo, r && r->has_ede ? &r->ede : NULL,
 		                   out, limit);
-	int len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
+	len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
 	if (len <= 0)
 		return reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, NULL, out, limit);
 	count_reply(x, out);
