@@ -109,6 +109,10 @@ static void check_server(struct loader *L, const struct ynode *root)
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		c->server.threads = n < 1 ? 1 : n > THREADS_MAX ? THREADS_MAX : (unsigned)n;
 	}
+	if (c->resolver.threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		c->resolver.threads = n < 1 ? 1 : n > THREADS_MAX ? THREADS_MAX : (unsigned)n;
+	}
 	const struct ynode *listen = get2(root, "server", "listen");
 	find_dups(L, c->server.listen, c->server.nlisten, sizeof(c->server.listen[0]), addr_cmp,
 	          report_listen, (void *)listen);

@@ -87,9 +87,12 @@ struct conf {
 		uint32_t max_ttl;
 		uint32_t max_negative_ttl;
 		uint32_t failure_ttl;     /* seconds a resolution failure is remembered (RFC 9520); 0 = never */
+		bool prefetch;            /* refresh an entry asked in the last 10 % of its TTL */
+		bool serve_stale;         /* RFC 8767: expired answers when resolution fails */
 	} cache;
 
 	struct {
+		unsigned threads;   /* resolved: 0 in the file = one per core */
 		char *root_hints;   /* "" = built-in */
 		char *trust_anchor; /* "" = no validation */
 		size_t nforward_zones;

@@ -151,6 +151,8 @@ static const struct sitem cache_items[] = {
 	/* RFC 9520 §3.2: failures are cached at least 1 s and at most 5 min */
 	{ .name = "failure_ttl", .type = ST_UINT, FLD(CS, conf.cache.failure_ttl),
 	  .max = 300, .def = "5" },
+	{ .name = "prefetch", .type = ST_BOOL, FLD(CS, conf.cache.prefetch), .def = "true" },
+	{ .name = "serve_stale", .type = ST_BOOL, FLD(CS, conf.cache.serve_stale), .def = "false" },
 	{ .name = NULL },
 };
 
@@ -163,6 +165,8 @@ static const struct sitem zone_items[] = {
 };
 
 static const struct sitem resolver_items[] = {
+	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.resolver.threads),
+	  .min = 0, .max = 256, .def = "0" },
 	{ .name = "root_hints", .type = ST_STR, FLD(CS, conf.resolver.root_hints), .def = "" },
 	{ .name = "trust_anchor", .type = ST_STR, FLD(CS, conf.resolver.trust_anchor), .def = "" },
 	{ .name = "forward_zones", SEC(zone_items),
