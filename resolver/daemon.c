@@ -68,7 +68,7 @@ static int cmd_stats(void *arg, int argc, char **argv, FILE *out, FILE *err)
 	memset(&v, 0, sizeof(v));
 	for (unsigned i = 0; i < d->nworkers; i++)
 		counters_add_to(worker_counters(d->workers[i]), v.counters);
-	counters_add_to(resolve_normal_counters(d->normal), v.counters);
+	resolve_normal_counters(d->normal, v.counters);
 	resolve_edns_counters(d->edns, v.counters);
 	v.inflight_normal = resolve_normal_inflight(d->normal);
 	v.inflight_edns = resolve_edns_inflight(d->edns);

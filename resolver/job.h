@@ -81,6 +81,11 @@ struct job {
 	struct wire_limits lim;
 	uint64_t start_ns;
 	struct waiter *waiters;   /* protected by the in-flight shard lock */
+	/* the normal pool's, while libunbound works on the job */
+	struct job *pprev, *pnext; /* its thread's list, oldest at the tail */
+	void *pool_arg;            /* that thread */
+	uint64_t pool_start_ns;
+	int ub_id;
 };
 
 /** Drop a reference to r; the last frees it. NULL is a no-op. */

@@ -1101,7 +1101,7 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 		t->health = calloc(HEALTH_SLOTS, sizeof(*t->health));
 		t->rates = calloc(RATE_SLOTS, sizeof(*t->rates));
 		t->zone_qps = (double)c->edns.zone_qps / p->nthreads;
-		t->ctx = ubctx_new(c);
+		t->ctx = ubctx_new(c, NULL, false);
 		if (t->zcache == NULL || t->health == NULL || t->rates == NULL || t->ctx == NULL ||
 		    mq_init(&t->jobs) != 0)
 			goto fail;

@@ -1,84 +1,75 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The normal pool: one thread feeding an asynchronous libunbound context (full recursion, one common cache). */
+/* The normal pool: resolver.threads threads, each running its own libunbound context in its own event loop. */
 #include "resolver/resolve_normal.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
+#include <unbound-event.h>
 #include <unbound.h>
-#include <unistd.h>
 
 #include "resolver/clock.h"
 #include "resolver/inflight.h"
 #include "resolver/log.h"
 #include "resolver/ubctx.h"
+#include "util/hash.h"
+
+/*
+ * Why this shape (docs/design.md "The normal pool"):
+ *
+ * libunbound's event API (ub_ctx_create_event + ub_resolve_event) runs the
+ * resolution inside our thread's libevent loop and hands back the answer in
+ * wire format: no libunbound thread, no pipe, no serialised result to
+ * decode and re-encode. The async API cost a miss 8 fcntl + 4 read +
+ * 3 write + 2 epoll_wait in this thread alone, plus libunbound's own
+ * thread's share (bench/RESULTS.md "Miss path").
+ *
+ * One context per thread, names sharded by a keyed hash of the query name:
+ * every qtype of a name meets the same context, so what one context learnt
+ * about that name and its zone is reused, and infrastructure (NS, glue)
+ * is duplicated at most once per thread. Listener threads stay apart from
+ * these: a hit never waits behind a validation or a burst of answers.
+ */
 
 #define NORMAL_MAX_INFLIGHT 100000
 /* libunbound keeps trying unresponsive servers for a long time; a client
  * gets SERVFAIL after this instead of silence (its retry asks again). */
 #define NORMAL_DEADLINE_NS (4ull * 1000000000ull)
+/* how often a thread fails the jobs past their deadline */
+#define NORMAL_TICK_US 100000
 
-/* A job while libunbound works on it; linked so shutdown can fail it. */
-struct pending {
-	struct pending *prev, *next;
+struct nthread {
 	struct resolve_normal *pool;
-	struct job *job;
-	int async_id;
-	uint64_t start_ns;
+	unsigned idx;
+	struct event_base *base;
+	struct ub_ctx *ctx;
+	struct mq jobs;
+	struct event *jobs_ev, *stop_ev, *tick_ev;
+	pthread_t thread;
+	bool started;
+	struct job head;   /* sentinel of the jobs libunbound works on, oldest at the tail */
+	struct counters ctr;
+	uint8_t answer[65535]; /* libunbound's packet is read-only: the AD bit is set on a copy */
 };
 
 struct resolve_normal {
+	unsigned nthreads;
 	int stop_fd;
-	struct ub_ctx *ctx;
-	struct mq jobs;
-	pthread_t thread;
-	bool started;
-	int epfd;
-	struct pending head; /* sentinel */
+	struct hash_key shard_key; /* query names are client-chosen: a keyed hash */
 	atomic_uint inflight;
-	struct counters ctr;
+	struct nthread *threads;
 };
 
-struct counters *resolve_normal_counters(struct resolve_normal *p)
+void resolve_normal_counters(struct resolve_normal *p, uint64_t *sum)
 {
-	return &p->ctr;
+	for (unsigned i = 0; i < p->nthreads; i++)
+		counters_add_to(&p->threads[i].ctr, sum);
 }
 
 unsigned resolve_normal_inflight(struct resolve_normal *p)
 {
 	return atomic_load_explicit(&p->inflight, memory_order_relaxed);
-}
-
-struct resolve_normal *resolve_normal_new(const struct conf *c, int stop_fd)
-{
-	struct resolve_normal *p = calloc(1, sizeof(*p));
-	if (p == NULL)
-		return NULL;
-	p->stop_fd = stop_fd;
-	p->head.next = p->head.prev = &p->head;
-	p->epfd = -1;
-	p->jobs.efd = -1;
-	p->ctx = ubctx_new(c);
-	if (p->ctx == NULL || mq_init(&p->jobs) != 0)
-		goto fail;
-	p->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (p->epfd < 0)
-		goto fail;
-	struct epoll_event e = { .events = EPOLLIN, .data.u32 = 0 };
-	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->jobs.efd, &e) != 0)
-		goto fail;
-	e.data.u32 = 1;
-	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, ub_fd(p->ctx), &e) != 0)
-		goto fail;
-	e.data.u32 = 2;
-	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, stop_fd, &e) != 0)
-		goto fail;
-	return p;
-fail:
-	log_err("cannot set up the normal resolution pool");
-	resolve_normal_free(p);
-	return NULL;
 }
 
 int resolve_normal_submit(struct resolve_normal *p, struct job *job)
@@ -87,143 +78,231 @@ int resolve_normal_submit(struct resolve_normal *p, struct job *job)
 		atomic_fetch_sub(&p->inflight, 1);
 		return -EBUSY;
 	}
-	mq_push(&p->jobs, &job->node);
+	unsigned i = p->nthreads == 1 ? 0 : (unsigned)(hash_bytes(&p->shard_key, job->qname, job->qname_len) % p->nthreads);
+	mq_push(&p->threads[i].jobs, &job->node);
 	return 0;
 }
 
-static void pending_unlink(struct pending *pd)
+static void pending_link(struct nthread *t, struct job *job)
 {
-	pd->prev->next = pd->next;
-	pd->next->prev = pd->prev;
+	job->pnext = t->head.pnext;
+	job->pprev = &t->head;
+	t->head.pnext->pprev = job;
+	t->head.pnext = job;
 }
 
-static void resolved(void *arg, int err, struct ub_result *res)
+static void pending_unlink(struct job *job)
 {
-	struct pending *pd = arg;
-	struct resolve_normal *p = pd->pool;
-	struct job *job = pd->job;
-	pending_unlink(pd);
-	free(pd);
-	atomic_fetch_sub(&p->inflight, 1);
+	job->pprev->pnext = job->pnext;
+	job->pnext->pprev = job->pprev;
+}
+
+/* libunbound's answer (rcode != 0: failed; sec 1 bogus, 2 secure). */
+static void resolved(void *arg, int rcode, void *packet, int len, int sec, char *why_bogus, int ratelimited)
+{
+	struct job *job = arg;
+	struct nthread *t = job->pool_arg;
+	pending_unlink(job);
+	atomic_fetch_sub(&t->pool->inflight, 1);
 	/* libunbound says why only for DNSSEC: other failures are just failures */
 	static const struct wire_ede failed = { WIRE_EDE_OTHER, "resolution failed" };
+	static const struct wire_ede limited = { WIRE_EDE_OTHER, "zone over resolver.zone_qps" };
 	static const struct wire_ede bogus = { WIRE_EDE_DNSSEC_BOGUS, "DNSSEC validation failed" };
-	if (err != 0 || res == NULL || res->answer_packet == NULL || res->answer_len < 12 ||
-	    res->rcode == WIRE_RCODE_SERVFAIL) {
-		if (err != 0)
-			log_debug("libunbound: %s", ub_strerror(err));
-		counter_inc(&p->ctr.upstream_errors);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL, &failed, err == 0);
-	} else if (res->bogus && !job->cd_bit) {
+	if (rcode != 0 || packet == NULL || len < 12 || len > (int)sizeof(t->answer) ||
+	    (((const uint8_t *)packet)[3] & 0x0f) == WIRE_RCODE_SERVFAIL) {
+		counter_inc(&t->ctr.upstream_errors);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, ratelimited ? &limited : &failed, true);
+	} else if (sec == 1 && !job->cd_bit) {
 		char name[1024] = "?";
 		wire_name_to_text(job->qname, job->qname_len, name, sizeof(name));
-		log_info("DNSSEC validation of %s failed: %s", name, res->why_bogus ? res->why_bogus : "bogus");
+		log_info("DNSSEC validation of %s failed: %s", name, why_bogus ? why_bogus : "bogus");
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, &bogus, true);
 	} else {
-		uint8_t *pkt = res->answer_packet;
-		if (res->secure)
-			pkt[3] |= 0x20; /* AD: libunbound says validated */
+		memcpy(t->answer, packet, (size_t)len);
+		if (sec == 2)
+			t->answer[3] |= 0x20; /* AD: libunbound says validated */
 		else
-			pkt[3] &= (uint8_t)~0x20;
-		inflight_done(job, pkt, (size_t)res->answer_len);
+			t->answer[3] &= (uint8_t)~0x20;
+		inflight_done(job, t->answer, (size_t)len);
 	}
-	if (res)
-		ub_resolve_free(res);
 }
 
-static void start_job(struct resolve_normal *p, struct job *job)
+static void start_job(struct nthread *t, struct job *job)
 {
 	char name[1024];
 	if (wire_name_to_text(job->qname, job->qname_len, name, sizeof(name)) < 0) {
-		atomic_fetch_sub(&p->inflight, 1);
+		atomic_fetch_sub(&t->pool->inflight, 1);
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 		return;
 	}
-	struct pending *pd = calloc(1, sizeof(*pd));
-	if (pd == NULL) {
-		atomic_fetch_sub(&p->inflight, 1);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
-		return;
-	}
-	pd->pool = p;
-	pd->job = job;
-	pd->start_ns = clock_ns();
-	pd->next = p->head.next;
-	pd->prev = &p->head;
-	p->head.next->prev = pd;
-	p->head.next = pd;
-	counter_inc(&p->ctr.ub_lookups);
-	int rc = ub_resolve_async(p->ctx, name, job->qtype, job->qclass, pd, resolved, &pd->async_id);
+	job->pool_arg = t;
+	job->pool_start_ns = clock_ns();
+	pending_link(t, job);
+	counter_inc(&t->ctr.ub_lookups);
+	/* may call resolved() before it returns (local data) */
+	int rc = ub_resolve_event(t->ctx, name, job->qtype, job->qclass, job, resolved, &job->ub_id);
 	if (rc != 0) {
 		log_warn("libunbound cannot take %s: %s", name, ub_strerror(rc));
-		pending_unlink(pd);
-		free(pd);
-		atomic_fetch_sub(&p->inflight, 1);
+		pending_unlink(job);
+		atomic_fetch_sub(&t->pool->inflight, 1);
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 	}
 }
 
-/* Fail what has waited past the deadline; the oldest are at the tail. */
-static void expire(struct resolve_normal *p)
+static void on_jobs(evutil_socket_t fd, short what, void *arg)
 {
-	uint64_t now = clock_ns();
-	while (p->head.prev != &p->head) {
-		struct pending *pd = p->head.prev;
-		if (now - pd->start_ns < NORMAL_DEADLINE_NS)
-			break;
-		ub_cancel(p->ctx, pd->async_id);
-		pending_unlink(pd);
-		atomic_fetch_sub(&p->inflight, 1);
-		static const struct wire_ede slow = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "resolution timed out" };
-		counter_inc(&p->ctr.upstream_timeouts);
-		inflight_fail(pd->job, WIRE_RCODE_SERVFAIL, &slow, true);
-		free(pd);
+	(void)fd;
+	(void)what;
+	struct nthread *t = arg;
+	struct mq_node *m = mq_take_all(&t->jobs);
+	while (m) {
+		struct job *job = (struct job *)m;
+		m = m->next;
+		start_job(t, job);
 	}
 }
 
-static void *pool_main(void *arg)
+/*
+ * Fail what has waited past the deadline; the oldest are at the tail.
+ * ub_cancel only stops the callback: libunbound finishes the work behind
+ * it, bounded by its own limits (ubctx.c: ratelimit, outgoing-range).
+ */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-	struct resolve_normal *p = arg;
-	struct epoll_event ev[8];
-	bool stop = false;
-	while (!stop) {
-		int n = epoll_wait(p->epfd, ev, 8, p->head.next != &p->head ? 100 : 1000);
-		expire(p);
-		for (int i = 0; i < n; i++) {
-			if (ev[i].data.u32 == 2) {
-				stop = true;
-			} else if (ev[i].data.u32 == 0) {
-				struct mq_node *m = mq_take_all(&p->jobs);
-				while (m) {
-					struct job *job = (struct job *)m;
-					m = m->next;
-					start_job(p, job);
-				}
-			} else if (ev[i].data.u32 == 1) {
-				int rc = ub_process(p->ctx);
-				if (rc != 0)
-					log_warn("libunbound: %s", ub_strerror(rc));
-			}
-		}
+	(void)fd;
+	(void)what;
+	struct nthread *t = arg;
+	uint64_t now = clock_ns();
+	while (t->head.pprev != &t->head) {
+		struct job *job = t->head.pprev;
+		if (now - job->pool_start_ns < NORMAL_DEADLINE_NS)
+			break;
+		ub_cancel(t->ctx, job->ub_id);
+		pending_unlink(job);
+		atomic_fetch_sub(&t->pool->inflight, 1);
+		static const struct wire_ede slow = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "resolution timed out" };
+		counter_inc(&t->ctr.upstream_timeouts);
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, &slow, true);
 	}
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct nthread *t = arg;
+	event_base_loopbreak(t->base);
+}
+
+static int thread_init(struct resolve_normal *p, struct nthread *t, const struct conf *c)
+{
+	t->pool = p;
+	t->head.pnext = t->head.pprev = &t->head;
+	if (mq_init(&t->jobs) != 0)
+		return -1;
+	t->base = event_base_new();
+	if (t->base == NULL)
+		return -1;
+	t->ctx = ubctx_new(c, t->base, t->idx == 0);
+	if (t->ctx == NULL)
+		return -1;
+	t->jobs_ev = event_new(t->base, t->jobs.efd, EV_READ | EV_PERSIST, on_jobs, t);
+	t->stop_ev = event_new(t->base, p->stop_fd, EV_READ | EV_PERSIST, on_stop, t);
+	t->tick_ev = event_new(t->base, -1, EV_PERSIST, on_tick, t);
+	if (t->jobs_ev == NULL || t->stop_ev == NULL || t->tick_ev == NULL)
+		return -1;
+	struct timeval tick = { 0, NORMAL_TICK_US };
+	if (event_add(t->jobs_ev, NULL) != 0 || event_add(t->stop_ev, NULL) != 0 || event_add(t->tick_ev, &tick) != 0)
+		return -1;
+	return 0;
+}
+
+struct resolve_normal *resolve_normal_new(const struct conf *c, int stop_fd)
+{
+	struct resolve_normal *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->stop_fd = stop_fd;
+	p->nthreads = c->resolver.threads ? c->resolver.threads : 1;
+	hash_key_random(&p->shard_key);
+	p->threads = calloc(p->nthreads, sizeof(*p->threads));
+	if (p->threads == NULL)
+		goto fail;
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		p->threads[i].idx = i;
+		p->threads[i].jobs.efd = -1;
+	}
+	for (unsigned i = 0; i < p->nthreads; i++)
+		if (thread_init(p, &p->threads[i], c) != 0)
+			goto fail;
+	return p;
+fail:
+	log_err("cannot set up the normal resolution pool");
+	resolve_normal_free(p);
+	return NULL;
+}
+
+static void *thread_main(void *arg)
+{
+	struct nthread *t = arg;
+	event_base_dispatch(t->base);
 	return NULL;
 }
 
 int resolve_normal_start(struct resolve_normal *p)
 {
-	int rc = pthread_create(&p->thread, NULL, pool_main, p);
-	if (rc != 0)
-		return -rc;
-	p->started = true;
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		struct nthread *t = &p->threads[i];
+		int rc = pthread_create(&t->thread, NULL, thread_main, t);
+		if (rc != 0)
+			return -rc;
+		t->started = true;
+	}
 	return 0;
 }
 
 void resolve_normal_join(struct resolve_normal *p)
 {
-	if (p && p->started) {
-		pthread_join(p->thread, NULL);
-		p->started = false;
+	if (p == NULL || p->threads == NULL)
+		return;
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		struct nthread *t = &p->threads[i];
+		if (t->started) {
+			pthread_join(t->thread, NULL);
+			t->started = false;
+		}
 	}
+}
+
+static void thread_free(struct nthread *t)
+{
+	/* Deleting the context cancels libunbound's work; no callbacks after it. */
+	if (t->ctx)
+		ub_ctx_delete(t->ctx);
+	if (t->head.pnext) {
+		while (t->head.pnext != &t->head) {
+			struct job *job = t->head.pnext;
+			pending_unlink(job);
+			inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
+		}
+	}
+	if (t->jobs.efd >= 0) {
+		struct mq_node *m = mq_take_all(&t->jobs);
+		while (m) {
+			struct job *job = (struct job *)m;
+			m = m->next;
+			inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
+		}
+		mq_deinit(&t->jobs);
+	}
+	if (t->jobs_ev)
+		event_free(t->jobs_ev);
+	if (t->stop_ev)
+		event_free(t->stop_ev);
+	if (t->tick_ev)
+		event_free(t->tick_ev);
+	if (t->base)
+		event_base_free(t->base);
 }
 
 void resolve_normal_free(struct resolve_normal *p)
@@ -231,25 +310,9 @@ void resolve_normal_free(struct resolve_normal *p)
 	if (p == NULL)
 		return;
 	resolve_normal_join(p);
-	/* Deleting the context cancels libunbound's work; no callbacks after it. */
-	if (p->ctx)
-		ub_ctx_delete(p->ctx);
-	while (p->head.next != &p->head) {
-		struct pending *pd = p->head.next;
-		pending_unlink(pd);
-		inflight_fail(pd->job, WIRE_RCODE_SERVFAIL, NULL, false);
-		free(pd);
-	}
-	if (p->jobs.efd >= 0) {
-		struct mq_node *m = mq_take_all(&p->jobs);
-		while (m) {
-			struct job *job = (struct job *)m;
-			m = m->next;
-			inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
-		}
-		mq_deinit(&p->jobs);
-	}
-	if (p->epfd >= 0)
-		close(p->epfd);
+	if (p->threads)
+		for (unsigned i = 0; i < p->nthreads; i++)
+			thread_free(&p->threads[i]);
+	free(p->threads);
 	free(p);
 }

@@ -9,7 +9,9 @@
 struct resolve_normal;
 
 /**
- * One thread driving an asynchronous libunbound context made from c.
+ * c->resolver.threads threads, each running its own libunbound context
+ * made from c in its own event loop; jobs are spread over them by a keyed
+ * hash of the query name.
  * @param stop_fd  readable once the daemon stops: the thread then ends
  * @return NULL on error (logged).
  */
@@ -20,5 +22,6 @@ void resolve_normal_join(struct resolve_normal *p);
 void resolve_normal_free(struct resolve_normal *p);
 /** Queue a job. @return 0 or -EBUSY (over the in-flight cap: the caller ends the job). */
 int resolve_normal_submit(struct resolve_normal *p, struct job *job);
-struct counters *resolve_normal_counters(struct resolve_normal *p);
+/** Add the pool's counters to sum[COUNTERS_N]. */
+void resolve_normal_counters(struct resolve_normal *p, uint64_t *sum);
 unsigned resolve_normal_inflight(struct resolve_normal *p);

@@ -3,11 +3,13 @@
 #include "resolver/ubctx.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unbound.h>
+#include <unbound-event.h>
 #include <unistd.h>
 
 #include "resolver/log.h"
@@ -44,15 +46,22 @@ static int load_forward_zones(struct ub_ctx *ctx, const struct conf *c)
 	return 0;
 }
 
-struct ub_ctx *ubctx_new(const struct conf *c)
+/* libunbound's option names end in ':'; the operator may leave it out. */
+static bool option_is(const char *name, const char *want)
 {
-	struct ub_ctx *ctx = ub_ctx_create();
+	size_t n = strlen(want);
+	return strncmp(name, want, n) == 0 && (name[n] == '\0' || (name[n] == ':' && name[n + 1] == '\0'));
+}
+
+struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, bool ta_owner)
+{
+	struct ub_ctx *ctx = base ? ub_ctx_create_event(base) : ub_ctx_create();
 	if (ctx == NULL) {
 		log_err("cannot create libunbound context");
 		return NULL;
 	}
-	int rc = ub_ctx_async(ctx, 1);
-	if (rc != 0) {
+	int rc;
+	if (base == NULL && (rc = ub_ctx_async(ctx, 1)) != 0) {
 		log_err("libunbound async mode: %s", ub_strerror(rc));
 		goto fail;
 	}
@@ -94,7 +103,12 @@ struct ub_ctx *ubctx_new(const struct conf *c)
 	}
 	for (size_t i = 0; i < c->resolver.noptions; i++) {
 		const struct conf_option *o = &c->resolver.options[i];
-		rc = ub_ctx_set_option(ctx, o->name, o->value);
+		/* An RFC 5011 trust-anchor file has one writer: the owner context
+		 * keeps it up to date, the others read it as a plain anchor. */
+		const char *name = o->name;
+		if (!ta_owner && option_is(name, "auto-trust-anchor-file"))
+			name = "trust-anchor-file:";
+		rc = ub_ctx_set_option(ctx, name, o->value);
 		if (rc != 0) {
 			log_err("resolver.options '%s' '%s': %s", o->name, o->value, ub_strerror(rc));
 			goto fail;
