@@ -54,12 +54,78 @@ static inline uint8_t lower(uint8_t c)
 	return (c >= 'A' && c <= 'Z') ? (uint8_t)(c + ('a' - 'A')) : c;
 }
 
+/*
+ * Case folding eight bytes at a time. Every byte of a word is lowered
+ * exactly as lower() does: only 'A'..'Z' change, bytes >= 0x80 never do.
+ * low7 holds each byte without its top bit, so adding a constant below
+ * 0x80 to every byte carries into that byte's top bit and never into the
+ * next byte.
+ */
+#define ONES8 0x0101010101010101ull
+#define HIGH8 0x8080808080808080ull
+
+static inline uint64_t lower8(uint64_t w)
+{
+	uint64_t low7 = w & ~HIGH8;
+	uint64_t ge_a = low7 + ONES8 * (0x80 - 'A');     /* top bit: byte & 0x7f >= 'A' */
+	uint64_t gt_z = low7 + ONES8 * (0x80 - 'Z' - 1); /* top bit: byte & 0x7f > 'Z' */
+	uint64_t upper = ge_a & ~gt_z & ~w & HIGH8;      /* ASCII and in 'A'..'Z' */
+	return w | upper >> 2;                           /* 0x80 >> 2 = 0x20 */
+}
+
+static inline uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline void st64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/* Lower-case n bytes of src into dst (may equal src), eight at a time. */
+static inline void fold(const uint8_t *src, uint8_t *dst, size_t n)
+{
+	if (n < 8) {
+		for (size_t i = 0; i < n; i++)
+			dst[i] = lower(src[i]);
+		return;
+	}
+	uint64_t last = lower8(ld64(src + n - 8)); /* read first: dst may be src */
+	for (size_t i = 0; i + 8 < n; i += 8)
+		st64(dst + i, lower8(ld64(src + i)));
+	st64(dst + n - 8, last);
+}
+
+/* a[0..n) == lc[0..n) ignoring the case of a; lc is lower case already. */
+static inline bool equal_lc(const uint8_t *a, const uint8_t *lc, size_t n)
+{
+	if (n < 8) {
+		for (size_t i = 0; i < n; i++)
+			if (lower(a[i]) != lc[i])
+				return false;
+		return true;
+	}
+	for (size_t i = 0; i + 8 < n; i += 8)
+		if (lower8(ld64(a + i)) != ld64(lc + i))
+			return false;
+	return lower8(ld64(a + n - 8)) == ld64(lc + n - 8);
+}
+
 static bool bytes_equal_ci(const uint8_t *a, const uint8_t *b, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (lower(a[i]) != lower(b[i]))
+	if (n < 8) {
+		for (size_t i = 0; i < n; i++)
+			if (lower(a[i]) != lower(b[i]))
+				return false;
+		return true;
+	}
+	for (size_t i = 0; i + 8 < n; i += 8)
+		if (lower8(ld64(a + i)) != lower8(ld64(b + i)))
 			return false;
-	return true;
+	return lower8(ld64(a + n - 8)) == lower8(ld64(b + n - 8));
 }
 
 /* ---- reading ---- */
@@ -118,6 +184,51 @@ static int name_read(const uint8_t *pkt, size_t len, size_t *pos, uint8_t *out, 
 	*pos = end;
 	if (out_len != NULL)
 		*out_len = n;
+	return 0;
+}
+
+/*
+ * The question's name at *pos (WIRE_HEADER_SIZE), copied as received into
+ * out and lower-cased into lc, in one pass over its bytes. A question's
+ * name cannot be compressed: name_read only follows a pointer to an offset
+ * past the header and before the name, and there is none. So this accepts
+ * exactly the names name_read accepts there, with the same result.
+ */
+static int qname_read(const uint8_t *pkt, size_t len, size_t *pos, uint8_t *out, uint8_t *lc, size_t *out_len)
+{
+	size_t start = *pos, p = start;
+	for (;;) {
+		if (p >= len)
+			return WIRE_E_FORMERR;
+		uint8_t c = pkt[p];
+		if (c == 0)
+			break;
+		if (c & 0xc0)
+			return WIRE_E_FORMERR; /* a pointer (no target qualifies), or an extended/reserved label type */
+		/* The label plus at least the root byte must fit in 255. */
+		if (p - start + 1 + c + 1 > WIRE_MAX_NAME || len - p < (size_t)1 + c)
+			return WIRE_E_FORMERR;
+		p += (size_t)1 + c;
+	}
+	size_t n = p + 1 - start;
+	const uint8_t *src = pkt + start;
+	if (n < 8) {
+		for (size_t i = 0; i < n; i++) {
+			out[i] = src[i];
+			lc[i] = lower(src[i]);
+		}
+	} else {
+		for (size_t i = 0; i + 8 < n; i += 8) {
+			uint64_t w = ld64(src + i);
+			st64(out + i, w);
+			st64(lc + i, lower8(w));
+		}
+		uint64_t w = ld64(src + n - 8);
+		st64(out + n - 8, w);
+		st64(lc + n - 8, lower8(w));
+	}
+	*pos = p + 1;
+	*out_len = n;
 	return 0;
 }
 
@@ -213,13 +324,12 @@ int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q)
 	unsigned arcount = rd16(pkt + 10);
 
 	size_t pos = WIRE_HEADER_SIZE;
-	if (name_read(pkt, len, &pos, q->qname, &q->qname_len) != 0 || len - pos < 4)
+	if (qname_read(pkt, len, &pos, q->qname, q->qname_lc, &q->qname_len) != 0 || len - pos < 4)
 		return WIRE_E_FORMERR;
 	q->qtype = rd16(pkt + pos);
 	q->qclass = rd16(pkt + pos + 2);
 	pos += 4;
 	q->question_end = pos;
-	wire_name_lower(q->qname, q->qname_len, q->qname_lc);
 	q->question_ok = true;
 
 	struct rr rr;
@@ -993,8 +1103,9 @@ int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint
 		return wire_answer_write(q, pkt, v.plain, v.plain_len, age, echo, out, cap);
 	size_t qend = WIRE_HEADER_SIZE + q->qname_len + 4;
 	const uint8_t *bq = v.msg + WIRE_HEADER_SIZE;
-	/* The stored question must be q's: pointers into it then stay valid. */
-	if (v.qd_end != qend || !bytes_equal_ci(bq, q->qname, q->qname_len) ||
+	/* The stored question must be q's: pointers into it then stay valid.
+	 * (The name is compared against q's lower-cased copy: one side folded.) */
+	if (v.qd_end != qend || !equal_lc(bq, q->qname_lc, q->qname_len) ||
 	    rd16(bq + q->qname_len) != q->qtype || rd16(bq + q->qname_len + 2) != q->qclass)
 		return -EINVAL;
 
@@ -1584,8 +1695,7 @@ int wire_name_check(const uint8_t *name, size_t len)
 
 void wire_name_lower(const uint8_t *name, size_t len, uint8_t *out)
 {
-	for (size_t i = 0; i < len; i++)
-		out[i] = lower(name[i]);
+	fold(name, out, len);
 }
 
 bool wire_name_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)

@@ -1947,6 +1947,211 @@ static void test_name_utils(void **state)
 	assert_string_equal(wire_strerror(12345), "unknown error");
 }
 
+/* ---- case folding: every byte value, at every position and length ---- */
+
+static uint8_t ref_lower(uint8_t c)
+{
+	return (c >= 'A' && c <= 'Z') ? (uint8_t)(c + ('a' - 'A')) : c;
+}
+
+static uint64_t fold_rng = 0x9e3779b97f4a7c15ull;
+
+static uint8_t rnd8(void)
+{
+	fold_rng ^= fold_rng << 13;
+	fold_rng ^= fold_rng >> 7;
+	fold_rng ^= fold_rng << 17;
+	return (uint8_t)(fold_rng >> 32);
+}
+
+/* One buffer of len bytes through wire_name_lower (copy and in place) and wire_name_equal. */
+static void check_fold(const uint8_t *src, size_t len, size_t flip)
+{
+	uint8_t want[WIRE_MAX_NAME], out[WIRE_MAX_NAME + 8], inplace[WIRE_MAX_NAME], other[WIRE_MAX_NAME];
+	for (size_t i = 0; i < len; i++)
+		want[i] = ref_lower(src[i]);
+	memset(out, 0xee, sizeof(out));
+	wire_name_lower(src, len, out);
+	assert_memory_equal(out, want, len);
+	assert_int_equal(out[len], 0xee); /* nothing written past len */
+	memcpy(inplace, src, len);
+	wire_name_lower(inplace, len, inplace);
+	assert_memory_equal(inplace, want, len);
+	assert_true(wire_name_equal(src, len, want, len));
+	assert_true(wire_name_equal(want, len, src, len));
+	/* the byte at flip with bit 0x20 toggled: equal only when it is a letter */
+	memcpy(other, src, len);
+	other[flip] ^= 0x20;
+	bool letter = ref_lower(src[flip]) == ref_lower(other[flip]);
+	assert_int_equal(wire_name_equal(src, len, other, len), letter);
+	assert_int_equal(wire_name_equal(other, len, want, len), letter);
+}
+
+static void test_case_folding(void **state)
+{
+	(void)state;
+	uint8_t src[WIRE_MAX_NAME];
+	for (size_t len = 1; len <= 40; len++)
+		for (size_t pos = 0; pos < len; pos++)
+			for (unsigned b = 0; b < 256; b++) {
+				for (size_t i = 0; i < len; i++)
+					src[i] = rnd8();
+				src[pos] = (uint8_t)b;
+				check_fold(src, len, pos);
+			}
+	for (int k = 0; k < 20000; k++) {
+		size_t len = 1 + rnd8() % WIRE_MAX_NAME;
+		for (size_t i = 0; i < len; i++)
+			src[i] = rnd8();
+		check_fold(src, len, rnd8() % len);
+	}
+}
+
+/* A random name of n bytes (1..255, root included; 2 is impossible and gives 3): labels of random bytes. */
+static size_t random_name(uint8_t *out, size_t n, bool letters_only)
+{
+	if (n == 2)
+		n = 3;
+	size_t o = 0, r = n - 1; /* r: bytes before the root still to fill, never 1 */
+	while (r > 0) {
+		size_t l;
+		if (r <= 64) {
+			l = r - 1;
+		} else {
+			l = 1 + rnd8() % 63;
+			if (r - 1 - l == 1)
+				l--;
+		}
+		out[o++] = (uint8_t)l;
+		for (size_t i = 0; i < l; i++) {
+			uint8_t c = rnd8();
+			if (letters_only)
+				c = (uint8_t)((c & 1 ? 'A' : 'a') + (c >> 1) % 26);
+			out[o++] = c;
+		}
+		r -= 1 + l;
+	}
+	out[o++] = 0;
+	return o;
+}
+
+/* The question's name: copied as received and lower-cased, for names of every length. */
+static void test_parse_query_fold(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 5000; k++) {
+		size_t want_len = k < 255 ? (size_t)k + 1 : (size_t)(1 + rnd8() % 255);
+		uint8_t name[WIRE_MAX_NAME];
+		size_t nl = random_name(name, want_len, false);
+		assert_int_equal(wire_name_check(name, nl), 0);
+		struct pkt *p = calloc(1, sizeof(*p));
+		assert_non_null(p);
+		hdr(p, 0x1234, 0x0100, 1, 0, 0, 0);
+		put(p, name, nl);
+		put16(p, WIRE_TYPE_A);
+		put16(p, WIRE_CLASS_IN);
+		uint8_t *pkt = malloc(p->n); /* exact size: ASan sees any over-read */
+		assert_non_null(pkt);
+		memcpy(pkt, p->b, p->n);
+		struct wire_query q;
+		memset(&q, 0xa5, sizeof(q));
+		assert_int_equal(wire_parse_query(pkt, p->n, &q), 0);
+		assert_int_equal(q.qname_len, nl);
+		assert_memory_equal(q.qname, name, nl);
+		for (size_t i = 0; i < nl; i++)
+			assert_int_equal(q.qname_lc[i], ref_lower(name[i]));
+		assert_int_equal(q.question_end, WIRE_HEADER_SIZE + nl + 4);
+		/* cut anywhere inside the name or the type/class: FORMERR, no over-read */
+		size_t cut = WIRE_HEADER_SIZE + rnd8() % (nl + 4);
+		memset(&q, 0xa5, sizeof(q));
+		assert_int_equal(wire_parse_query(pkt, cut, &q), WIRE_E_FORMERR);
+		assert_false(q.question_ok);
+		/* a compression pointer or an extended label type anywhere in the name: FORMERR */
+		size_t at = 0, labels = 0;
+		for (size_t i = 0; name[i] != 0; i += 1 + name[i])
+			labels++;
+		size_t stop = rnd8() % (labels + 1);
+		for (size_t j = 0; j < stop; j++)
+			at += 1 + name[at];
+		static const uint8_t bad[] = { 0xc0, 0x40, 0x80 };
+		for (size_t b = 0; b < sizeof(bad); b++) {
+			memcpy(pkt, p->b, p->n);
+			pkt[WIRE_HEADER_SIZE + at] = bad[b];
+			if (at + 1 < nl)
+				pkt[WIRE_HEADER_SIZE + at + 1] = 0x0c; /* a pointer to the question itself */
+			assert_int_equal(wire_parse_query(pkt, p->n, &q), WIRE_E_FORMERR);
+		}
+		free(pkt);
+		free(p);
+	}
+}
+
+/* A cached answer serves a query for the same name in any case, and no other name of the same length. */
+static void test_write_fold(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 3000; k++) {
+		size_t want_len = 3 + (size_t)k % 253;
+		uint8_t stored[WIRE_MAX_NAME], asked[WIRE_MAX_NAME];
+		size_t nl = random_name(stored, want_len, k % 3 != 0);
+		struct pkt *p = calloc(1, sizeof(*p));
+		struct pkt *cq = calloc(1, sizeof(*cq));
+		assert_non_null(p);
+		assert_non_null(cq);
+		hdr(p, 1, 0x8180, 1, 1, 0, 0);
+		put(p, stored, nl);
+		put16(p, WIRE_TYPE_A);
+		put16(p, WIRE_CLASS_IN);
+		putptr(p, 12);
+		size_t at = rr_begin(p, WIRE_TYPE_A, WIRE_CLASS_IN, 300);
+		put_a(p, "198.51.100.1");
+		rr_end(p, at);
+		uint8_t *blob;
+		size_t blob_len;
+		uint32_t ttl;
+		assert_int_equal(wire_answer_prepare(p->b, p->n, NULL, &blob, &blob_len, &ttl), 0);
+		/* the same name with the case of every letter chosen at random */
+		memcpy(asked, stored, nl);
+		for (size_t i = 0; asked[i] != 0; i += 1 + asked[i])
+			for (size_t j = 1; j <= asked[i]; j++)
+				if (ref_lower(asked[i + j]) == ref_lower(asked[i + j] ^ 0x20) && (rnd8() & 1))
+					asked[i + j] ^= 0x20;
+		/* and a name that differs in one content byte by 0x20 (same name only for a letter) */
+		size_t pos = 1 + rnd8() % (nl - 1);
+		bool length_byte = false;
+		for (size_t i = 0; asked[i] != 0; i += 1 + asked[i])
+			length_byte |= i == pos;
+		for (int variant = 0; variant < 2; variant++) {
+			uint8_t name[WIRE_MAX_NAME];
+			memcpy(name, asked, nl);
+			bool same = true;
+			if (variant == 1) {
+				if (length_byte || pos >= nl - 1)
+					continue;
+				name[pos] ^= 0x20;
+				same = ref_lower(name[pos]) == ref_lower(asked[pos]);
+			}
+			hdr(cq, 9, 0x0100, 1, 0, 0, 0);
+			put(cq, name, nl);
+			put16(cq, WIRE_TYPE_A);
+			put16(cq, WIRE_CLASS_IN);
+			struct wire_query q;
+			query_from("fold", cq, &q);
+			uint8_t out[1024];
+			int n = wire_answer_write(&q, cq->b, blob, blob_len, 0, NULL, out, sizeof(out));
+			if (!same) {
+				assert_int_equal(n, -EINVAL);
+				continue;
+			}
+			assert_true(n > 0);
+			assert_memory_equal(out + WIRE_HEADER_SIZE, name, nl); /* the client's case */
+		}
+		free(blob);
+		free(cq);
+		free(p);
+	}
+}
+
 /* A signed answer: one entry, RRSIG only for DO clients (RFC 4035 §3.2.1). */
 static void test_write_dnssec_records(void **state)
 {
@@ -2064,6 +2269,9 @@ int main(void)
 		cmocka_unit_test(test_name_from_text),
 		cmocka_unit_test(test_name_to_text),
 		cmocka_unit_test(test_name_utils),
+		cmocka_unit_test(test_case_folding),
+		cmocka_unit_test(test_parse_query_fold),
+		cmocka_unit_test(test_write_fold),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
