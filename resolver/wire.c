@@ -1168,6 +1168,47 @@ int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint
 	return (int)pos;
 }
 
+int wire_answer_write_stale(const struct wire_query *q, const uint8_t *blob, size_t blob_len, uint32_t ttl,
+			    const struct ecs *echo, const struct wire_ede *ede, uint8_t *out, size_t cap)
+{
+	struct blob_view v;
+	if (blob_view(blob, blob_len, &v) != 0)
+		return -EINVAL;
+	if (v.plain != NULL && !q->edns_do) { /* the view wire_answer_write will write */
+		blob = v.plain;
+		blob_len = v.plain_len;
+		if (blob_view(blob, blob_len, &v) != 0)
+			return -EINVAL;
+	}
+	/* written as a fresh answer, then patched: the records come first, the EDE only if room is left */
+	int n = wire_answer_write(q, NULL, blob, blob_len, 0, echo, out, cap);
+	if (n < 0)
+		return n;
+	size_t extra = q->has_edns ? ede_size(ede) : 0;
+	if ((size_t)n + extra > cap)
+		ede = NULL;
+	size_t len = (size_t)n, qend = WIRE_HEADER_SIZE + q->qname_len + 4;
+	/* wire_answer_write leaves the OPT out only when not even header and question fit with it */
+	bool opt = q->has_edns && len > qend;
+	size_t body_end = len - (opt ? opt_rr_size(echo, NULL) : 0);
+	for (unsigned i = 0; i < v.nttl; i++) {
+		size_t off = rd16(v.offs + 2 * i);
+		if (off >= qend && off + 4 <= body_end)
+			wr32(out + off, ttl);
+	}
+	if (opt && ede != NULL) {
+		size_t tlen = ede->text ? strlen(ede->text) : 0;
+		wr16(out + len, WIRE_OPTION_EDE);
+		wr16(out + len + 2, (uint16_t)(2 + tlen));
+		wr16(out + len + 4, ede->code);
+		if (tlen)
+			memcpy(out + len + 6, ede->text, tlen);
+		wr16(out + body_end + 9, (uint16_t)(rd16(out + body_end + 9) + extra)); /* the OPT's RDLENGTH */
+		len += extra;
+	}
+	return (int)len;
+}
+
 int wire_blob_info(const uint8_t *blob, size_t blob_len, struct wire_blob_info *info)
 {
 	struct blob_view v;

@@ -74,6 +74,7 @@ enum {
 /* Extended DNS Errors (RFC 8914) partdns gives. */
 enum {
 	WIRE_EDE_OTHER = 0,
+	WIRE_EDE_STALE_ANSWER = 3,
 	WIRE_EDE_DNSSEC_BOGUS = 6,
 	WIRE_EDE_CACHED_ERROR = 13,
 	WIRE_EDE_NOT_AUTHORITATIVE = 20,
@@ -252,6 +253,16 @@ int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limit
  */
 int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint8_t *blob, size_t blob_len,
 		      uint32_t age, const struct ecs *echo, uint8_t *out, size_t cap);
+
+/**
+ * wire_answer_write() for an answer served stale (RFC 8767): every TTL of
+ * the records written becomes ttl (§4: 30 s), and when the client sent EDNS
+ * the OPT carries ede (RFC 8914 3 "Stale Answer"), when it fits after
+ * everything wire_answer_write() would write.
+ * @return as wire_answer_write().
+ */
+int wire_answer_write_stale(const struct wire_query *q, const uint8_t *blob, size_t blob_len, uint32_t ttl,
+			    const struct ecs *echo, const struct wire_ede *ede, uint8_t *out, size_t cap);
 
 /* Facts about a blob, read from its fixed header (no parsing). */
 struct wire_blob_info {

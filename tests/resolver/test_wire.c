@@ -1392,6 +1392,85 @@ static void test_write_ecs_echo(void **state)
 	free(p);
 }
 
+/* Serve-stale (RFC 8767): every TTL written becomes 30; EDE 3 after the echoed ECS, when it fits. */
+static void test_write_stale(void **state)
+{
+	(void)state;
+	struct pkt *p = calloc(1, sizeof(*p));
+	assert_non_null(p);
+	build_positive(p, 0x8180, 300, 100, 3600);
+	uint8_t *blob;
+	size_t blob_len;
+	uint32_t ttl;
+	assert_int_equal(wire_answer_prepare(p->b, p->n, NULL, &blob, &blob_len, &ttl), 0);
+	static const struct wire_ede stale = {WIRE_EDE_STALE_ANSWER, NULL};
+	struct pkt cq;
+	make_query(&cq, 5, 0x0100, "www.example.com", 1, 1232, false, "0008 0007 0001 18 00 cb0071");
+	struct wire_query q;
+	query_from("stale, ECS echo", &cq, &q);
+	struct ecs echo = q.ecs;
+	echo.scope = 24;
+	uint8_t out[2048];
+	int n = wire_answer_write_stale(&q, blob, blob_len, 30, &echo, &stale, out, sizeof(out));
+	assert_true(n > 0);
+	uint8_t want[64];
+	size_t wn = hex("00 0029 04d0 00 00 0000 0011 0008 0007 0001 18 18 cb0071 000f 0002 0003", want, sizeof(want));
+	expect_bytes("stale OPT: ECS then EDE 3", out + n - wn, wn, want, wn);
+	ldns_pkt *pk = must_parse("stale, ECS echo", out, (size_t)n);
+	assert_int_equal(ldns_pkt_get_rcode(pk), 0);
+	ldns_rr_list *lists[3] = {ldns_pkt_answer(pk), ldns_pkt_authority(pk), ldns_pkt_additional(pk)};
+	size_t counts[3] = {2, 1, 3};
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(ldns_rr_list_rr_count(lists[k]), counts[k]);
+		for (size_t i = 0; i < counts[k]; i++)
+			assert_int_equal(ttl_of(lists[k], i), 30);
+	}
+	ldns_pkt_free(pk);
+
+	/* with an EXTRA-TEXT, and without echo */
+	static const struct wire_ede texted = {WIRE_EDE_STALE_ANSWER, "abc"};
+	n = wire_answer_write_stale(&q, blob, blob_len, 30, NULL, &texted, out, sizeof(out));
+	assert_true(n > 0);
+	wn = hex("00 0029 04d0 00 00 0000 0009 000f 0005 0003 616263", want, sizeof(want));
+	expect_bytes("stale OPT with text", out + n - wn, wn, want, wn);
+	ldns_pkt_free(must_parse("stale with text", out, (size_t)n));
+
+	/* a client without EDNS: TTLs 30, no OPT, no EDE */
+	make_query(&cq, 5, 0x0100, "www.example.com", 1, 0, false, NULL);
+	query_from("stale, no EDNS", &cq, &q);
+	n = wire_answer_write_stale(&q, blob, blob_len, 30, NULL, &stale, out, sizeof(out));
+	assert_true(n > 0);
+	assert_int_equal(out[10] << 8 | out[11], 3);
+	pk = must_parse("stale, no EDNS", out, (size_t)n);
+	assert_int_equal(ttl_of(ldns_pkt_answer(pk), 0), 30);
+	assert_int_equal(ttl_of(ldns_pkt_additional(pk), 2), 30);
+	ldns_pkt_free(pk);
+	free(blob);
+
+	/* the records win over the EDE: an exact fit without it is written without it */
+	build_big(p, 60, 0);
+	assert_int_equal(wire_answer_prepare(p->b, p->n, NULL, &blob, &blob_len, &ttl), 0);
+	make_query(&cq, 5, 0x0100, "www.example.com", 1, 4096, false, NULL);
+	query_from("stale, tight", &cq, &q);
+	n = wire_answer_write_stale(&q, blob, blob_len, 30, NULL, &stale, out, 33 + 960 + 11);
+	assert_int_equal(n, 33 + 960 + 11);
+	pk = must_parse("stale, tight", out, (size_t)n);
+	assert_false(ldns_pkt_tc(pk));
+	assert_int_equal(ttl_of(ldns_pkt_answer(pk), 59), 30);
+	ldns_pkt_free(pk);
+	n = wire_answer_write_stale(&q, blob, blob_len, 30, NULL, &stale, out, 33 + 960 + 11 + 6);
+	assert_int_equal(n, 33 + 960 + 11 + 6);
+	/* truncated to header and question: TC, the OPT and its EDE, nothing to patch */
+	n = wire_answer_write_stale(&q, blob, blob_len, 30, NULL, &stale, out, 512);
+	assert_int_equal(n, 33 + 11 + 6);
+	pk = must_parse("stale, TC", out, (size_t)n);
+	assert_true(ldns_pkt_tc(pk));
+	ldns_pkt_free(pk);
+	assert_int_equal(wire_answer_write_stale(&q, p->b, p->n, 30, NULL, &stale, out, sizeof(out)), -EINVAL);
+	free(blob);
+	free(p);
+}
+
 /* ---- upstream ---- */
 
 static void test_query_build(void **state)
@@ -2260,6 +2339,7 @@ int main(void)
 		cmocka_unit_test(test_write_dnssec_records),
 		cmocka_unit_test(test_write_ede_and_any),
 		cmocka_unit_test(test_write_ecs_echo),
+		cmocka_unit_test(test_write_stale),
 		cmocka_unit_test(test_query_build),
 		cmocka_unit_test(test_response_check_table),
 		cmocka_unit_test(test_cname_target_table),
