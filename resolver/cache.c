@@ -38,6 +38,15 @@
  * key rounded up to 8 so the value is 8-aligned, value). Counters and
  * occupancy are atomics written only by the lock holder (plain load+store,
  * no RMW) so cache_get_stats() reads them without locking.
+ *
+ * Refresh and serve-stale cost no memory: three bits in the header's spare
+ * byte. F_REFRESH marks an entry whose refresh was claimed (at most one
+ * prefetch per entry). An entry expired within the grace set by
+ * cache_set_stale() stays in place; cache_stale() may hold it (F_HELD):
+ * its expiry becomes the end of the hold, so cache_lookup() serves it by
+ * the ordinary `now < expiry` test, and stored_at, whose age no longer
+ * matters (a stale answer's TTLs are fixed by the caller), keeps the end of
+ * its grace. F_NO_STALE entries (remembered failures) die at expiry.
  */
 
 #define TABLE_MIN 16u      /* smallest bucket count */
@@ -53,8 +62,13 @@ struct entry {
 	uint32_t vlen;
 	uint16_t klen;
 	_Atomic uint8_t ref;         /* CLOCK referenced bit, set by readers */
+	_Atomic uint8_t flags;       /* F_*; F_REFRESH may be set by readers */
 	/* key, padding to 8, value follow the header */
 };
+
+#define F_REFRESH 0x01  /* its refresh was claimed (cache_hit.refresh reported) */
+#define F_HELD 0x02     /* held stale by cache_stale(): expiry = end of the hold, stored_at = end of grace */
+#define F_NO_STALE 0x04 /* CACHE_NO_STALE */
 
 #ifdef CACHE_RWLOCK
 #define SHARD_LOCK_T pthread_rwlock_t
@@ -96,6 +110,7 @@ struct cache {
 	size_t max_bytes;
 	struct hash_key key;  /* per-cache random hash key */
 	_Atomic unsigned reap_next; /* the shard cache_reap visits next */
+	_Atomic uint32_t stale_grace; /* cache_set_stale() */
 };
 
 /* Counter/occupancy update by the only writer (the lock holder). */
@@ -164,6 +179,50 @@ static inline size_t table_bytes(size_t buckets)
 static inline bool entry_live(const struct entry *e, uint32_t now)
 {
 	return now < e->expiry;
+}
+
+static inline uint8_t entry_flags(const struct entry *e)
+{
+	return atomic_load_explicit(&e->flags, memory_order_relaxed);
+}
+
+/* The first second at which e may no longer be served even stale. */
+static uint32_t entry_stale_end(const struct cache *c, const struct entry *e)
+{
+	uint32_t grace = atomic_load_explicit(&c->stale_grace, memory_order_relaxed);
+	uint8_t f = entry_flags(e);
+	if (grace == 0 || (f & F_NO_STALE))
+		return e->expiry;
+	if (f & F_HELD)
+		return e->stored_at;
+	return e->expiry > UINT32_MAX - grace ? UINT32_MAX : e->expiry + grace;
+}
+
+/* Is e still worth keeping at now: fresh, held, or within its grace? */
+static inline bool entry_kept(const struct cache *c, const struct entry *e, uint32_t now)
+{
+	return entry_live(e, now) || now < entry_stale_end(c, e);
+}
+
+/* A fresh entry in the last tenth of a lifetime of at least CACHE_REFRESH_MIN_TTL? */
+static inline bool entry_refresh_due(const struct entry *e, uint32_t now)
+{
+	uint32_t life = e->expiry - e->stored_at;
+	return life >= CACHE_REFRESH_MIN_TTL && e->expiry - now <= life / 10;
+}
+
+/* Claim e's refresh: true once per entry (called with e live and not held). */
+static inline bool entry_claim_refresh(struct entry *e)
+{
+#ifdef CACHE_RWLOCK
+	return !(atomic_fetch_or_explicit(&e->flags, F_REFRESH, memory_order_relaxed) & F_REFRESH);
+#else
+	uint8_t f = entry_flags(e);
+	if (f & F_REFRESH)
+		return false;
+	atomic_store_explicit(&e->flags, (uint8_t)(f | F_REFRESH), memory_order_relaxed);
+	return true;
+#endif
 }
 
 static inline struct shard *shard_of(const struct cache *c, uint64_t h)
@@ -376,7 +435,7 @@ void cache_free(struct cache *c)
 }
 
 int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
-		 int (*fn)(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg),
+		 int (*fn)(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg),
 		 void *arg)
 {
 	uint64_t h = hash_bytes(&c->key, key, klen);
@@ -391,8 +450,9 @@ int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
 		if (e != NULL) {
 			add_reader_u64(&s->expired);
 #ifndef CACHE_RWLOCK
-			/* We hold the shard exclusively: reap it now, free it after unlock. */
-			shard_unlink(s, link, e, &garbage);
+			/* We hold the shard exclusively: reap it now (unless serve-stale keeps it), free it after unlock. */
+			if (!entry_kept(c, e, now))
+				shard_unlink(s, link, e, &garbage);
 #endif
 		}
 		shard_unlock(&s->lock);
@@ -402,13 +462,28 @@ int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
 	if (!atomic_load_explicit(&e->ref, memory_order_relaxed))
 		atomic_store_explicit(&e->ref, 1, memory_order_relaxed);
 	add_reader_u64(&s->hits);
-	int ret = fn != NULL ? fn(entry_val(e), e->vlen, e->stored_at, arg) : 0;
+	if (fn == NULL) {
+		shard_unlock(&s->lock);
+		return 0;
+	}
+	struct cache_hit hit = { .stored_at = e->stored_at, .expiry = e->expiry, .stale = false, .refresh = false };
+	if (entry_flags(e) & F_HELD)
+		hit.stale = true;
+	else if (entry_refresh_due(e, now))
+		hit.refresh = entry_claim_refresh(e);
+	int ret = fn(entry_val(e), e->vlen, &hit, arg);
 	shard_unlock(&s->lock);
 	return ret;
 }
 
 int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
 		 size_t vlen, uint32_t now, uint32_t ttl)
+{
+	return cache_insert_opt(c, key, klen, val, vlen, now, ttl, 0);
+}
+
+int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
+		     size_t vlen, uint32_t now, uint32_t ttl, unsigned opts)
 {
 	if (ttl == 0)
 		return 0;
@@ -431,6 +506,7 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 	e->klen = (uint16_t)klen;
 	e->vlen = (uint32_t)vlen;
 	atomic_init(&e->ref, 0);
+	atomic_init(&e->flags, (opts & CACHE_NO_STALE) ? F_NO_STALE : 0);
 	if (klen > 0)
 		memcpy(entry_key(e), key, klen);
 	if (vlen > 0)
@@ -441,6 +517,11 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 	int ret = 0;
 	shard_wrlock(&s->lock);
 	struct entry **link = shard_find(s, h, key, klen);
+	if (link != NULL && (opts & CACHE_NO_REPLACE) && entry_kept(c, *link, now)) {
+		shard_unlock(&s->lock);
+		free(e);
+		return -EEXIST;
+	}
 	if (link != NULL) {
 		shard_unlink(s, link, *link, &garbage);
 		add_u64(&s->replacements, 1);
@@ -512,19 +593,59 @@ size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t kle
 	return removed;
 }
 
+struct reap_arg {
+	const struct cache *c;
+	uint32_t now;
+};
+
 static bool drop_expired(const struct entry *e, void *arg)
 {
-	return !entry_live(e, *(const uint32_t *)arg);
+	const struct reap_arg *r = arg;
+	return !entry_kept(r->c, e, r->now);
 }
 
 size_t cache_reap(struct cache *c, uint32_t now, unsigned nshards)
 {
+	struct reap_arg r = { c, now };
 	size_t removed = 0;
 	for (unsigned k = 0; k < nshards && k < c->nshards; k++) {
 		unsigned i = atomic_fetch_add_explicit(&c->reap_next, 1, memory_order_relaxed) % c->nshards;
-		removed += shard_sweep(&c->shards[i], drop_expired, &now);
+		removed += shard_sweep(&c->shards[i], drop_expired, &r);
 	}
 	return removed;
+}
+
+void cache_set_stale(struct cache *c, uint32_t grace)
+{
+	atomic_store_explicit(&c->stale_grace, grace, memory_order_relaxed);
+}
+
+int cache_stale(struct cache *c, const uint8_t *key, size_t klen, uint32_t now, uint32_t hold,
+		int (*fn)(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg),
+		void *arg)
+{
+	uint64_t h = hash_bytes(&c->key, key, klen);
+	struct shard *s = shard_of(c, h);
+	shard_wrlock(&s->lock);
+	struct entry **link = shard_find(s, h, key, klen);
+	struct entry *e = link != NULL ? *link : NULL;
+	uint32_t end = e != NULL ? entry_stale_end(c, e) : 0;
+	bool held = e != NULL && (entry_flags(e) & F_HELD);
+	if (e == NULL || (entry_live(e, now) && !held) || now >= end) {
+		shard_unlock(&s->lock);
+		return -ENOENT;
+	}
+	struct cache_hit hit = { .stored_at = e->stored_at, .expiry = e->expiry, .stale = true, .refresh = false };
+	int ret = fn != NULL ? fn(entry_val(e), e->vlen, &hit, arg) : 0;
+	if (ret >= 0 && hold > 0) {
+		if (!held) {
+			e->stored_at = end;
+			atomic_store_explicit(&e->flags, (uint8_t)(entry_flags(e) | F_HELD), memory_order_relaxed);
+		}
+		e->expiry = hold < end - now ? now + hold : end;
+	}
+	shard_unlock(&s->lock);
+	return ret;
 }
 
 void cache_get_stats(struct cache *c, struct cache_stats *out)

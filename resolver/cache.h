@@ -46,21 +46,44 @@ struct cache *cache_new(size_t max_bytes, unsigned nshards);
 /** Free the cache and every entry. NULL is a no-op. Not thread-safe. */
 void cache_free(struct cache *c);
 
+/** Entries whose lifetime is at least this many seconds are offered for refresh (see cache_hit.refresh). */
+#define CACHE_REFRESH_MIN_TTL 10u
+
+/* What a lookup tells its fn about the entry it found. */
+struct cache_hit {
+	uint32_t stored_at;  /* the `now` passed to the cache_insert() that stored it */
+	uint32_t expiry;     /* first second at which it is dead: its lifetime was expiry - stored_at */
+	/*
+	 * The entry outlived its lifetime and is served stale: cache_stale()
+	 * found it, or held it for cache_lookup(). stored_at and expiry then
+	 * say nothing of its age (its TTLs are the caller's to set).
+	 */
+	bool stale;
+	/*
+	 * Refresh it now (prefetch): a fresh entry with a lifetime of at least
+	 * CACHE_REFRESH_MIN_TTL, in its last tenth (expiry - now <= lifetime / 10,
+	 * as Unbound's prefetch). Reported once per entry: the lookup that sees
+	 * it true claims the refresh, later lookups of the same entry see false.
+	 */
+	bool refresh;
+};
+
 /**
- * Find key. If present and now < its expiry, call
- * fn(val, vlen, stored_at, arg) while holding the shard's lock and return
- * fn's result (by convention >= 0 for a hit).
- * @param fn   may be NULL (then a hit returns 0). It must be quick and must
- *             not call into this cache (the shard lock is not recursive).
- *             val is valid only during the call (copy what you need),
- *             aligned to 8 bytes, and must not be written; stored_at is the
- *             `now` that was passed to the cache_insert() that stored it.
+ * Find key. If present and now < its expiry (or held stale, see
+ * cache_stale()), call fn(val, vlen, hit, arg) while holding the shard's
+ * lock and return fn's result (by convention >= 0 for a hit).
+ * @param fn   may be NULL (then a hit returns 0 and no refresh is claimed).
+ *             It must be quick and must not call into this cache (the shard
+ *             lock is not recursive). val is valid only during the call
+ *             (copy what you need), aligned to 8 bytes, and must not be
+ *             written; hit says how old the entry is.
  * @return fn's result (0 if fn is NULL), or -ENOENT on a miss or when the
  *         entry has expired (counted in both misses and expired; the entry
- *         is removed now or by a later insert/eviction). Thread-safe.
+ *         is removed now or by a later insert/eviction/reap, unless
+ *         cache_set_stale() keeps it). Thread-safe.
  */
 int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
-		 int (*fn)(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg),
+		 int (*fn)(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg),
 		 void *arg);
 
 /**
@@ -77,6 +100,44 @@ int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
 int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
 		 size_t vlen, uint32_t now, uint32_t ttl);
 
+/** cache_insert_opt(): never served stale; dead at its expiry whatever cache_set_stale() says. */
+#define CACHE_NO_STALE 0x01u
+/** cache_insert_opt(): keep an entry of key that is fresh or may still be served stale (-EEXIST). */
+#define CACHE_NO_REPLACE 0x02u
+
+/**
+ * cache_insert() with opts, a set of CACHE_NO_STALE and CACHE_NO_REPLACE.
+ * @return as cache_insert(), or -EEXIST (CACHE_NO_REPLACE and key has such an entry).
+ */
+int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
+		     size_t vlen, uint32_t now, uint32_t ttl, unsigned opts);
+
+/**
+ * Keep expired entries for grace seconds past their expiry (0, the start
+ * value: drop them at expiry), for cache_stale(). cache_lookup() still
+ * misses on them; eviction takes them before any fresh entry; cache_reap()
+ * frees them once the grace is over. Takes effect at once for every entry
+ * (an entry held by cache_stale() is served until its hold ends).
+ * Thread-safe.
+ */
+void cache_set_stale(struct cache *c, uint32_t grace);
+
+/**
+ * Serve-stale: find key's expired entry while its grace lasts (expired less
+ * than grace seconds ago, cache_set_stale()), or one already held, and call
+ * fn under the shard lock with hit->stale set. When fn returns >= 0 and
+ * hold > 0, the entry is held: cache_lookup() serves it (hit->stale) until
+ * now + hold, never past the end of its grace; then it is an expired entry
+ * again. A later cache_insert() of key replaces it as usual.
+ * @param fn  as for cache_lookup(); may be NULL.
+ * @return fn's result (0 if fn is NULL), or -ENOENT: no entry, a fresh
+ *         one, one inserted with CACHE_NO_STALE, or its grace is over.
+ *         Thread-safe.
+ */
+int cache_stale(struct cache *c, const uint8_t *key, size_t klen, uint32_t now, uint32_t hold,
+		int (*fn)(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg),
+		void *arg);
+
 /**
  * Remove every entry for which match(key, klen, arg) is true.
  * @param match  NULL = all. Called with a shard lock held, under the same
@@ -90,7 +151,8 @@ size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t kle
 /**
  * Free the expired entries of the next nshards shards (round robin), so
  * memory held by entries nobody asks for again (a flood of random names)
- * goes back before eviction would reach them.
+ * goes back before eviction would reach them. Entries within their
+ * serve-stale grace (cache_set_stale()) are kept.
  * @return entries removed (counted neither as evictions nor as expired
  *         lookups). Thread-safe.
  */
@@ -103,7 +165,7 @@ struct cache_stats {
 	uint64_t inserts;      /* successful cache_insert() with ttl > 0 */
 	uint64_t replacements; /* inserts that replaced an existing entry */
 	uint64_t evictions;    /* entries removed to make room */
-	uint64_t expired;      /* lookups that found the key expired */
+	uint64_t expired;      /* lookups that found the key expired (a stale entry on each) */
 	size_t entries;        /* entries stored now (expired ones until reaped) */
 	size_t bytes;          /* memory charged now: entries + hash tables */
 	size_t max_bytes;      /* the cap given to cache_new() */

@@ -82,7 +82,7 @@ struct hit_ctx {
 };
 
 /* Called under the cache shard lock: write the reply, or take the chain out. */
-static int hit_write(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg)
+static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
 {
 	struct hit_ctx *h = arg;
 	struct route_value v;
@@ -104,7 +104,7 @@ static int hit_write(const uint8_t *val, size_t vlen, uint32_t stored_at, void *
 		h->chain = true;
 		return 0;
 	}
-	uint32_t age = h->now > stored_at ? h->now - stored_at : 0;
+	uint32_t age = h->now > hit->stored_at ? h->now - hit->stored_at : 0;
 	h->len = wire_answer_write(h->q, NULL, v.blob, v.blob_len, age, h->echo, h->out, h->cap);
 	return 0;
 }

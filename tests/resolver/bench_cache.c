@@ -60,7 +60,7 @@ static uint64_t xorshift(uint64_t *s)
 	return *s = x;
 }
 
-static int copy_fn(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg)
+static int copy_fn(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
 {
 	memcpy(arg, val, vlen);
 	return (int)vlen;

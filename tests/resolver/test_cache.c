@@ -25,18 +25,22 @@
 struct seen {
 	uint8_t val[4096];
 	size_t vlen;
-	uint32_t stored_at;
+	uint32_t stored_at, expiry;
+	bool stale, refresh;
 	int calls;
 	int ret; /* copy_fn's return value */
 };
 
-static int copy_fn(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg)
+static int copy_fn(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
 {
 	struct seen *s = arg;
 	assert_true(vlen <= sizeof(s->val));
 	memcpy(s->val, val, vlen);
 	s->vlen = vlen;
-	s->stored_at = stored_at;
+	s->stored_at = hit->stored_at;
+	s->expiry = hit->expiry;
+	s->stale = hit->stale;
+	s->refresh = hit->refresh;
 	s->calls++;
 	return s->ret;
 }
@@ -188,7 +192,7 @@ static void test_insert_lookup(void **state)
 }
 
 /* The value handed to fn is 8-aligned whatever the key length. */
-static int align_fn(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg)
+static int align_fn(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
 {
 	return (int)((uintptr_t)val % 8);
 }
@@ -677,6 +681,191 @@ static void test_reap(void **state)
 	cache_free(c);
 }
 
+/* --- what a hit reports: age and the refresh (prefetch) claim --- */
+
+static void test_hit_refresh(void **state)
+{
+	struct cache *c = cache_new(1 << 20, 0);
+	assert_non_null(c);
+	/* stored at 100 for 100 s: due in its last tenth, 190..199, once */
+	assert_int_equal(insert_str(c, "k", "v", 100, 100), 0);
+	static const struct {
+		uint32_t at;
+		bool refresh;
+		const char *msg;
+	} rows[] = {
+		{ 100, false, "just stored" },
+		{ 150, false, "half way" },
+		{ 189, false, "11 s left of 100: not yet" },
+		{ 190, true, "10 s left of 100: due" },
+		{ 191, false, "claimed: not again" },
+		{ 199, false, "last second: still claimed" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct seen seen = { 0 };
+		assert_int_equal(lookup_str(c, "k", rows[i].at, &seen), 0);
+		if (seen.stored_at != 100 || seen.expiry != 200 || seen.stale || seen.refresh != rows[i].refresh)
+			fail_msg("row %zu (%s): stored_at %u expiry %u stale %d refresh %d", i, rows[i].msg,
+				 seen.stored_at, seen.expiry, seen.stale, seen.refresh);
+	}
+	/* a lookup without fn claims nothing */
+	assert_int_equal(insert_str(c, "nofn", "v", 100, 100), 0);
+	assert_int_equal(cache_lookup(c, (const uint8_t *)"nofn", 4, 195, NULL, NULL), 0);
+	struct seen seen = { 0 };
+	assert_int_equal(lookup_str(c, "nofn", 195, &seen), 0);
+	assert_true(seen.refresh);
+	/* a replaced entry can be refreshed again */
+	assert_int_equal(insert_str(c, "k", "v2", 195, 100), 0);
+	seen = (struct seen){ 0 };
+	assert_int_equal(lookup_str(c, "k", 285, &seen), 0);
+	assert_true(seen.refresh);
+	/* lifetimes below CACHE_REFRESH_MIN_TTL are never offered; 10 s is, in its last second */
+	assert_int_equal(insert_str(c, "short", "v", 100, CACHE_REFRESH_MIN_TTL - 1), 0);
+	for (uint32_t at = 100; at < 100 + CACHE_REFRESH_MIN_TTL - 1; at++) {
+		seen = (struct seen){ 0 };
+		assert_int_equal(lookup_str(c, "short", at, &seen), 0);
+		assert_false(seen.refresh);
+	}
+	assert_int_equal(insert_str(c, "ten", "v", 100, 10), 0);
+	seen = (struct seen){ 0 };
+	assert_int_equal(lookup_str(c, "ten", 108, &seen), 0);
+	assert_false(seen.refresh);
+	assert_int_equal(lookup_str(c, "ten", 109, &seen), 0);
+	assert_true(seen.refresh);
+	cache_free(c);
+}
+
+/* --- serve-stale: grace, hold, reaping, and inserts that must not replace --- */
+
+static int reject_fn(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
+{
+	return -EINVAL;
+}
+
+static int stale_lookup(struct cache *c, const char *key, uint32_t now, uint32_t hold, struct seen *seen)
+{
+	return cache_stale(c, (const uint8_t *)key, strlen(key), now, hold, copy_fn, seen);
+}
+
+static void test_stale(void **state)
+{
+	struct cache *c = cache_new(1 << 20, 1);
+	assert_non_null(c);
+	struct seen seen = { 0 };
+
+	/* no grace (the default): an expired entry is gone, nothing stale */
+	assert_int_equal(insert_str(c, "a", "old", 100, 10), 0);
+	assert_int_equal(stale_lookup(c, "a", 110, 30, &seen), -ENOENT);
+	assert_int_equal(lookup_str(c, "a", 110, &seen), -ENOENT);
+	assert_int_equal(stats_of(c).entries, 0);
+
+	cache_set_stale(c, 100);
+	assert_int_equal(insert_str(c, "a", "old", 100, 10), 0);
+	/* fresh: not stale */
+	assert_int_equal(stale_lookup(c, "a", 105, 30, &seen), -ENOENT);
+	/* expired: a lookup misses but keeps it */
+	assert_int_equal(lookup_str(c, "a", 110, &seen), -ENOENT);
+	assert_int_equal(stats_of(c).entries, 1);
+	assert_int_equal(cache_reap(c, 150, 1), 0);
+	/* fn refusing: no hold */
+	assert_int_equal(cache_stale(c, (const uint8_t *)"a", 1, 120, 30, reject_fn, NULL), -EINVAL);
+	assert_int_equal(lookup_str(c, "a", 121, &seen), -ENOENT);
+	/* found stale and held for 30 s: lookups serve it, marked stale */
+	seen = (struct seen){ 0 };
+	assert_int_equal(stale_lookup(c, "a", 120, 30, &seen), 0);
+	assert_true(seen.stale);
+	assert_memory_equal(seen.val, "old", 3);
+	for (uint32_t at = 120; at < 150; at += 7) {
+		seen = (struct seen){ 0 };
+		assert_int_equal(lookup_str(c, "a", at, &seen), 0);
+		assert_true(seen.stale);
+		assert_false(seen.refresh);
+	}
+	/* the hold over: a miss again, still kept; another failure holds it again */
+	assert_int_equal(lookup_str(c, "a", 150, &seen), -ENOENT);
+	assert_int_equal(stats_of(c).entries, 1);
+	assert_int_equal(stale_lookup(c, "a", 180, 30, &seen), 0);
+	/* never past its grace (expiry 110 + 100): the hold ends at 210, then it is gone */
+	assert_int_equal(stale_lookup(c, "a", 200, 30, &seen), 0);
+	assert_int_equal(lookup_str(c, "a", 209, &seen), 0);
+	assert_int_equal(lookup_str(c, "a", 210, &seen), -ENOENT);
+	assert_int_equal(stale_lookup(c, "a", 210, 30, &seen), -ENOENT);
+	assert_int_equal(stats_of(c).entries, 0);
+
+	/* reaping keeps entries within their grace, frees them after */
+	assert_int_equal(insert_str(c, "b", "v", 100, 10), 0);
+	assert_int_equal(insert_str(c, "held", "v", 100, 10), 0);
+	assert_int_equal(stale_lookup(c, "held", 205, 30, &seen), 0);
+	assert_int_equal(cache_reap(c, 209, 1), 0);
+	assert_int_equal(cache_reap(c, 210, 1), 2);
+
+	/* a remembered failure (CACHE_NO_STALE) dies at its expiry */
+	assert_int_equal(cache_insert_opt(c, (const uint8_t *)"f", 1, (const uint8_t *)"x", 1, 100, 5,
+	                                  CACHE_NO_STALE), 0);
+	assert_int_equal(stale_lookup(c, "f", 105, 30, &seen), -ENOENT);
+	assert_int_equal(cache_reap(c, 105, 1), 1);
+
+	/* CACHE_NO_REPLACE keeps a fresh or a stale entry, replaces a dead one */
+	assert_int_equal(insert_str(c, "k", "answer", 100, 10), 0);
+	assert_int_equal(cache_insert_opt(c, (const uint8_t *)"k", 1, (const uint8_t *)"fail", 4, 105, 5,
+	                                  CACHE_NO_STALE | CACHE_NO_REPLACE), -EEXIST);
+	assert_int_equal(cache_insert_opt(c, (const uint8_t *)"k", 1, (const uint8_t *)"fail", 4, 150, 5,
+	                                  CACHE_NO_STALE | CACHE_NO_REPLACE), -EEXIST);
+	seen = (struct seen){ 0 };
+	assert_int_equal(stale_lookup(c, "k", 150, 30, &seen), 0);
+	assert_memory_equal(seen.val, "answer", 6);
+	assert_int_equal(cache_insert_opt(c, (const uint8_t *)"k", 1, (const uint8_t *)"fail", 4, 250, 5,
+	                                  CACHE_NO_STALE | CACHE_NO_REPLACE), 0);
+	/* a plain insert replaces a held entry: fresh again */
+	assert_int_equal(insert_str(c, "h", "old", 100, 10), 0);
+	assert_int_equal(stale_lookup(c, "h", 120, 30, &seen), 0);
+	assert_int_equal(insert_str(c, "h", "new", 125, 10), 0);
+	seen = (struct seen){ 0 };
+	assert_int_equal(lookup_str(c, "h", 126, &seen), 0);
+	assert_false(seen.stale);
+	assert_memory_equal(seen.val, "new", 3);
+
+	/* serve-stale turned off: kept entries go, a held one at the end of its hold */
+	assert_int_equal(insert_str(c, "s", "v", 300, 10), 0);
+	assert_int_equal(insert_str(c, "t", "v", 300, 10), 0);
+	assert_int_equal(stale_lookup(c, "t", 311, 30, &seen), 0);
+	cache_set_stale(c, 0);
+	assert_int_equal(stale_lookup(c, "s", 312, 30, &seen), -ENOENT);
+	assert_int_equal(lookup_str(c, "t", 340, &seen), 0);
+	assert_int_equal(lookup_str(c, "t", 341, &seen), -ENOENT);
+	/* t went at that lookup; s, h and k's failure now */
+	assert_int_equal(cache_reap(c, 341, 1), 3);
+	assert_int_equal(stats_of(c).entries, 0);
+	cache_free(c);
+}
+
+/* Stale entries make room before any fresh one. */
+static void test_stale_evicted_first(void **state)
+{
+	enum { VLEN = 200 };
+	struct cache *c = cache_new(16 * KiB, 1);
+	assert_non_null(c);
+	cache_set_stale(c, 86400);
+	uint8_t v[VLEN] = { 0 };
+	char key[32];
+	unsigned n = 0;
+	/* fill with entries of ttl 5 (stale at 105), then fresh ones until evictions start */
+	for (; stats_of(c).bytes + 2 * (VLEN + 64) < 16 * KiB; n++) {
+		fmt_key(key, sizeof(key), "old", n);
+		assert_int_equal(cache_insert(c, (const uint8_t *)key, strlen(key), v, VLEN, 100, 5), 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		fmt_key(key, sizeof(key), "new", i);
+		assert_int_equal(cache_insert(c, (const uint8_t *)key, strlen(key), v, VLEN, 110, 1000), 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		fmt_key(key, sizeof(key), "new", i);
+		if (!present(c, key, 111))
+			fail_msg("fresh entry %u evicted while stale ones were left", i);
+	}
+	cache_free(c);
+}
+
 /* --- stats, scripted --- */
 
 static void test_stats(void **state)
@@ -942,7 +1131,7 @@ struct stress_check {
 	bool ok;
 };
 
-static int stress_fn(const uint8_t *val, size_t vlen, uint32_t stored_at, void *arg)
+static int stress_fn(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
 {
 	struct stress_check *chk = arg;
 	chk->ok = vlen <= STRESS_VMAX;
@@ -1087,6 +1276,9 @@ int main(void)
 		cmocka_unit_test(test_e2big),
 		cmocka_unit_test(test_shrink_table),
 		cmocka_unit_test(test_reap),
+		cmocka_unit_test(test_hit_refresh),
+		cmocka_unit_test(test_stale),
+		cmocka_unit_test(test_stale_evicted_first),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_shard_spread),
 		cmocka_unit_test(test_model),
