@@ -248,6 +248,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		log_err("cannot create the cache (cache.max_bytes %llu)", (unsigned long long)c->cache.max_bytes);
 		goto fail;
 	}
+	cache_set_stale(d->cache, c->cache.serve_stale ? INFLIGHT_STALE_MAX : 0);
 	d->inflight = inflight_new(d->cache, &d->snapshots);
 	d->normal = resolve_normal_new(c, d->stop_fd);
 	d->edns = resolve_edns_new(c, d->stop_fd);
@@ -387,6 +388,8 @@ int daemon_reload(struct daemon *d, FILE *err)
 	 * (inflight.c), so the flush cannot be undone behind our back. */
 	struct plan_change pc = { .old = cur->conf, .neu = neu };
 	size_t flushed = rc == 0 ? cache_flush(d->cache, flush_partitions, &pc) : 0;
+	if (rc == 0) /* serve-stale on or off: expired answers kept or reaped from now on */
+		cache_set_stale(d->cache, neu->cache.serve_stale ? INFLIGHT_STALE_MAX : 0);
 	snapshot_release(cur);
 	pthread_mutex_unlock(&d->reload_lock);
 	if (rc == 0)

@@ -2,6 +2,7 @@
 /* In-flight table: sharded hash of running jobs by cache key; job completion into the cache. */
 #include "resolver/inflight.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,10 @@ int inflight_join(struct inflight *t, const uint8_t *key, size_t klen, struct sn
 	pthread_mutex_lock(&sh->lock);
 	for (struct job *j = sh->buckets[b]; j; j = j->hnext) {
 		if (j->hash == h && j->klen == klen && memcmp(j->key, key, klen) == 0) {
+			if (w == NULL) { /* a refresh: one is running already */
+				pthread_mutex_unlock(&sh->lock);
+				return 0;
+			}
 			w->next = j->waiters;
 			j->waiters = w;
 			pthread_mutex_unlock(&sh->lock);
@@ -72,8 +77,10 @@ int inflight_join(struct inflight *t, const uint8_t *key, size_t klen, struct sn
 	if (j == NULL) {
 		pthread_mutex_unlock(&sh->lock);
 		/* no memory: fail this client alone */
-		w->result = NULL;
-		mq_push(w->reply_q, &w->node);
+		if (w != NULL) {
+			w->result = NULL;
+			mq_push(w->reply_q, &w->node);
+		}
 		return 0;
 	}
 	j->table = t;
@@ -83,7 +90,8 @@ int inflight_join(struct inflight *t, const uint8_t *key, size_t klen, struct sn
 	snapshot_ref(snap);
 	j->snap = snap;
 	j->waiters = w;
-	w->next = NULL;
+	if (w != NULL)
+		w->next = NULL;
 	j->start_ns = clock_ns();
 	j->hnext = sh->buckets[b];
 	sh->buckets[b] = j;
@@ -145,9 +153,61 @@ static bool still_valid(const struct job *job)
 	return same;
 }
 
+/* Copy a stale cache value into the result (arg): an answer or a chain, never a failure. */
+static int stale_copy(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
+{
+	(void)hit;
+	struct result *r = arg;
+	struct route_value v;
+	if (route_value_parse(val, vlen, &v) != 0 || v.failure || v.blob_len == 0)
+		return -EINVAL;
+	r->blob = malloc(v.blob_len);
+	r->prefix = v.chain ? malloc(v.prefix_len ? v.prefix_len : 1) : NULL;
+	if (r->blob == NULL || (v.chain && r->prefix == NULL))
+		return -ENOMEM; /* the caller frees what was taken */
+	memcpy(r->blob, v.blob, v.blob_len);
+	r->blob_len = v.blob_len;
+	if (v.chain) {
+		memcpy(r->prefix, v.prefix, v.prefix_len);
+		r->prefix_len = v.prefix_len;
+		memcpy(r->target, v.target, v.target_len);
+		r->target_len = v.target_len;
+	}
+	return 0;
+}
+
+/*
+ * Serve-stale (RFC 8767): the job's expired answer, while the cache keeps
+ * it (cache_set_stale), as the outcome of a failed resolution; the entry is
+ * then served stale for INFLIGHT_STALE_TTL without asking upstream (§5).
+ * @return the result, or NULL (none, or a reload gave the partition another meaning).
+ */
+static struct result *stale_result(struct job *job)
+{
+	if (!still_valid(job))
+		return NULL;
+	struct result *r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return NULL;
+	if (cache_stale(job->table->cache, job->key, job->klen, clock_sec(), INFLIGHT_STALE_TTL, stale_copy, r) < 0) {
+		free(r->blob);
+		free(r->prefix);
+		free(r);
+		return NULL;
+	}
+	r->rcode = -1;
+	r->stale = true;
+	return r;
+}
+
 void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool remember)
 {
-	struct result *r = calloc(1, sizeof(*r));
+	struct result *r = stale_result(job);
+	if (r != NULL) {
+		job_finish(job, r);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
 	if (r) {
 		r->rcode = rcode;
 		if (ede) {
@@ -159,7 +219,9 @@ void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool 
 		uint8_t val[512];
 		if (route_value_failure_size(ede) <= sizeof(val)) {
 			size_t n = route_value_write_failure(val, rcode, ede);
-			cache_insert(job->table->cache, job->key, job->klen, val, n, clock_sec(), job->failure_ttl);
+			/* never over an answer: a failed refresh (prefetch) leaves the fresh one */
+			cache_insert_opt(job->table->cache, job->key, job->klen, val, n, clock_sec(), job->failure_ttl,
+			                 CACHE_NO_STALE | CACHE_NO_REPLACE);
 		}
 	}
 	job_finish(job, r);

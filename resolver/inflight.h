@@ -10,6 +10,15 @@
 
 struct inflight;
 
+/*
+ * Serve-stale (RFC 8767), with cache.serve_stale: an answer is kept
+ * INFLIGHT_STALE_MAX seconds past its expiry (§5 suggests 1 to 3 days), and
+ * served with TTLs of INFLIGHT_STALE_TTL (§4: 30 s) when its resolution
+ * fails, then for INFLIGHT_STALE_TTL seconds without asking upstream.
+ */
+#define INFLIGHT_STALE_MAX 86400u
+#define INFLIGHT_STALE_TTL 30u
+
 /**
  * A table whose completed jobs are inserted into cache. A partition's
  * answer is inserted only while the current snapshot of slot still gives
@@ -28,6 +37,8 @@ void inflight_free(struct inflight *t);
  * waiter set; snap a new reference) and must fill the rest and hand it to a
  * pool, or end it with inflight_fail. On 0 the waiter joined a running job,
  * or (out of memory) was queued at once to its reply_q with no result.
+ * w NULL starts a job nobody waits for (a prefetch): 0 when one is running
+ * already (or out of memory), 1 with a new job as above.
  */
 int inflight_join(struct inflight *t, const uint8_t *key, size_t klen, struct snapshot *snap, struct waiter *w,
                   struct job **job);
@@ -44,6 +55,11 @@ void inflight_done(struct job *job, const uint8_t *resp, size_t len);
  * A pool ends a job without an answer: every waiter gets rcode, with ede
  * (NULL: none) for clients that sent EDNS. With remember, a resolution
  * failure (not an overload or a shutdown), the outcome is cached for the
- * job's failure_ttl (RFC 9520) under the job's key. The job is freed.
+ * job's failure_ttl (RFC 9520) under the job's key, unless the cache holds
+ * an answer for it (fresh, or stale). Serve-stale: when the cache keeps an
+ * expired answer under the job's key (cache_set_stale), every waiter gets
+ * that instead (a result with stale set), whatever the failure, and the
+ * cache serves it stale for INFLIGHT_STALE_TTL seconds (cache_stale). The
+ * job is freed.
  */
 void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool remember);

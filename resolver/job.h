@@ -22,6 +22,7 @@ struct inflight;
 struct result {
 	atomic_int refs;
 	int rcode;       /* >= 0: reply with this error rcode; -1: reply from blob */
+	bool stale;      /* the blob is an expired answer served stale (RFC 8767) */
 	bool has_ede;    /* the error's Extended DNS Error (RFC 8914) */
 	struct wire_ede ede; /* text static */
 	uint8_t *blob;   /* wire_answer_prepare's blob */

@@ -74,12 +74,17 @@ struct hit_ctx {
 	uint32_t now;
 	int len;
 	bool partitioned;       /* the client has a partition but the name is normal */
+	bool refresh;           /* out: the entry is due for a prefetch (cache_hit.refresh, claimed) */
+	bool stale;             /* out: the reply was written from an answer held stale (RFC 8767) */
 	bool chain;             /* out: the chain enters an EDNS domain; see target/prefix */
 	uint8_t target[WIRE_MAX_NAME];
 	size_t target_len;
 	uint8_t *prefix;        /* out: malloc'd copy */
 	size_t prefix_len;
 };
+
+/* RFC 8914 EDE 3 on every answer served stale. */
+static const struct wire_ede stale_ede = { WIRE_EDE_STALE_ANSWER, NULL };
 
 /* Called under the cache shard lock: write the reply, or take the chain out. */
 static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
@@ -92,6 +97,7 @@ static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hi
 		h->len = wire_write_error(h->q, v.rcode, h->echo, &v.ede, h->out, h->cap);
 		return 0;
 	}
+	h->refresh |= hit->refresh;
 	if (v.chain && h->partitioned) {
 		/* a partitioned client continues through the EDNS pool */
 		h->prefix = malloc(v.prefix_len);
@@ -104,6 +110,12 @@ static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hi
 		h->chain = true;
 		return 0;
 	}
+	if (hit->stale) { /* held after a failed resolution: no upstream until the hold ends */
+		h->stale = true;
+		h->len = wire_answer_write_stale(h->q, v.blob, v.blob_len, INFLIGHT_STALE_TTL, h->echo, &stale_ede,
+		                                 h->out, h->cap);
+		return 0;
+	}
 	uint32_t age = h->now > hit->stored_at ? h->now - hit->stored_at : 0;
 	h->len = wire_answer_write(h->q, NULL, v.blob, v.blob_len, age, h->echo, h->out, h->cap);
 	return 0;
@@ -113,6 +125,8 @@ static int write_hit(struct query_ctx *x, const struct route *rt, const struct h
 {
 	counter_inc(&x->ctr->hits);
 	counter_inc(&x->pctr[rt->part].hits);
+	if (h->stale)
+		counter_inc(&x->ctr->stale);
 	count_reply(x, h->out);
 	return h->len;
 }
@@ -143,6 +157,28 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 		if (job->rule.nforward > 0)
 			memcpy(job->rule.forward, c->edns.forward, job->rule.nforward * sizeof(job->rule.forward[0]));
 	}
+}
+
+/* Fill a new job (start/prefix: an EDNS chain job; prefix is taken) and hand it to its pool. */
+static void job_launch(struct query_ctx *x, struct job *job, const struct wire_query *q, const struct route *rt,
+                       const uint8_t *start, size_t start_len, uint8_t *prefix, size_t prefix_len)
+{
+	job_fill(x, job, q, rt);
+	if (rt->rule) {
+		if (start_len > 0) {
+			memcpy(job->start, start, start_len);
+			job->start_len = start_len;
+			job->prefix = prefix;
+			job->prefix_len = prefix_len;
+			prefix = NULL;
+		}
+		counter_inc(&x->ctr->edns_queries);
+		counter_inc(&x->pctr[rt->part].edns);
+	} else {
+		counter_inc(&x->ctr->normal_queries);
+	}
+	free(prefix);
+	x->dispatch(x->dispatch_arg, job);
 }
 
 /*
@@ -190,23 +226,28 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
 		counter_inc(&x->ctr->coalesced);
 		return -1;
 	}
-	job_fill(x, job, q, rt);
-	if (rt->rule) {
-		if (start_len > 0) {
-			memcpy(job->start, start, start_len);
-			job->start_len = start_len;
-			job->prefix = prefix;
-			job->prefix_len = prefix_len;
-			prefix = NULL;
-		}
-		counter_inc(&x->ctr->edns_queries);
-		counter_inc(&x->pctr[rt->part].edns);
-	} else {
-		counter_inc(&x->ctr->normal_queries);
-	}
-	free(prefix);
-	x->dispatch(x->dispatch_arg, job);
+	job_launch(x, job, q, rt, start, start_len, prefix, prefix_len);
 	return -1;
+}
+
+/*
+ * Prefetch (cache.prefetch): a hit of rt->key in the last tenth of its
+ * lifetime (cache_hit.refresh) starts the same resolution a miss would, in
+ * the background: nobody waits for it and its answer replaces the entry.
+ * Only for RD=1 queries; not when a resolution of the key is in flight
+ * already. start/prefix as for start_miss (prefix is taken).
+ */
+static void prefetch(struct query_ctx *x, const struct wire_query *q, const struct route *rt, const uint8_t *start,
+                     size_t start_len, uint8_t *prefix, size_t prefix_len)
+{
+	struct job *job;
+	if (!x->snap->conf->cache.prefetch || !(q->flags & WIRE_FLAG_RD) ||
+	    inflight_join(x->inflight, rt->key, rt->klen, x->snap, NULL, &job) != 1) {
+		free(prefix);
+		return;
+	}
+	counter_inc(&x->ctr->prefetches);
+	job_launch(x, job, q, rt, start, start_len, prefix, prefix_len);
 }
 
 /*
@@ -226,7 +267,10 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
 	struct hit_ctx h = { .q = q, .echo = rt->echo ? &rt->echo_ecs : NULL, .out = out, .cap = limit,
 	                     .now = clock_sec() };
 	if (cache_lookup(x->cache, rt->key, rt->klen, h.now, hit_write, &h) >= 0 && h.len > 0) {
-		free(prefix);
+		if (h.refresh) /* the city's entry, refreshed from the target like the miss that made it */
+			prefetch(x, q, rt, target, target_len, prefix, prefix_len);
+		else
+			free(prefix);
 		return write_hit(x, rt, &h);
 	}
 	return start_miss(x, cl, q, rt, target, target_len, prefix, prefix_len, out, limit);
@@ -309,6 +353,8 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 	h.now = clock_sec();
 	h.len = 0;
 	h.partitioned = rt.part != PARTITION_COMMON && rt.rule == NULL;
+	h.refresh = false;
+	h.stale = false;
 	h.chain = false;
 	h.target_len = 0;
 	h.prefix = NULL;
@@ -321,6 +367,8 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 			h.partitioned = false;
 			cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
 		}
+		if (h.refresh)
+			prefetch(x, &q, &rt, NULL, 0, NULL, 0);
 		if (h.chain) {
 			if (rt.echo)
 				rt.echo_ecs.scope = rt.echo_ecs.source;
@@ -375,7 +423,13 @@ int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, siz
 	if (r == NULL || r->rcode >= 0)
 		return reply_error(x, &wt->q, r ? r->rcode : WIRE_RCODE_SERVFAIL, echo, r && r->has_ede ? &r->ede : NULL,
 		                   out, limit);
-	len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
+	if (r->stale) {
+		counter_inc(&x->ctr->stale);
+		len = wire_answer_write_stale(&wt->q, r->blob, r->blob_len, INFLIGHT_STALE_TTL, echo, &stale_ede, out,
+		                              limit);
+	} else {
+		len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
+	}
 	if (len <= 0)
 		return reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, NULL, out, limit);
 	count_reply(x, out);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "partition/partition.h"
+#include "resolver/clock.h"
 #include "resolver/query.h"
 #include "tests/fixtures/domains_store.h"
 #include "tests/fixtures/messages.h"
@@ -444,6 +445,210 @@ static void test_client_limit(void **state)
 	env_free(e);
 }
 
+/* ---- prefetch and serve-stale ---- */
+
+/* Put an answer for name/qtype with records rrs in the cache under partition part's key,
+ * stored age seconds ago for ttl seconds. */
+static void cache_put(struct env *e, unsigned part, const char *name, const char *const *rrs, uint32_t age,
+                      uint32_t ttl)
+{
+	struct fixture_msg m = { .qname = name, .qtype = WIRE_TYPE_A };
+	for (size_t i = 0; rrs[i] && i < 7; i++)
+		m.an[i] = rrs[i];
+	size_t len;
+	uint8_t *resp = fixture_message(&m, &len);
+	assert_non_null(resp);
+	uint8_t *blob;
+	size_t blob_len;
+	uint32_t life;
+	assert_int_equal(wire_answer_prepare(resp, len, NULL, &blob, &blob_len, &life), 0);
+	uint8_t *val = malloc(blob_len + 1);
+	assert_non_null(val);
+	size_t hdr = route_value_write_header(val, NULL, 0, NULL, 0);
+	memcpy(val + hdr, blob, blob_len);
+	uint8_t wname[WIRE_MAX_NAME], key[ROUTE_KEY_MAX];
+	int n = wire_name_from_text(name, wname, sizeof(wname));
+	assert_true(n > 0);
+	wire_name_lower(wname, (size_t)n, wname);
+	size_t klen = route_key_build(key, part, WIRE_TYPE_A, WIRE_CLASS_IN, 0, wname, (size_t)n);
+	uint32_t now = clock_sec();
+	assert_true(now > age);
+	assert_int_equal(cache_insert(e->cache, key, klen, val, hdr + blob_len, now - age, ttl), 0);
+	free(val);
+	free(blob);
+	free(resp);
+}
+
+/* The reply in e->out: TTL of its first answer record, and whether it carries EDE code. */
+static uint32_t reply_ttl(const uint8_t *out, int n)
+{
+	ldns_pkt *pk = NULL;
+	assert_int_equal(ldns_wire2pkt(&pk, out, (size_t)n), LDNS_STATUS_OK);
+	assert_true(ldns_rr_list_rr_count(ldns_pkt_answer(pk)) > 0);
+	uint32_t ttl = ldns_rr_ttl(ldns_rr_list_rr(ldns_pkt_answer(pk), 0));
+	ldns_pkt_free(pk);
+	return ttl;
+}
+
+static bool reply_has_ede(const uint8_t *out, int n, uint16_t code)
+{
+	for (int i = 12; i + 6 <= n; i++)
+		if (out[i] == 0 && out[i + 1] == WIRE_OPTION_EDE && out[i + 4] == (code >> 8) && out[i + 5] == (code & 0xff))
+			return true;
+	return false;
+}
+
+static void test_prefetch(void **state)
+{
+	struct env *e = *state;
+	static const char *const www[] = { "www.example. 100 IN A 192.0.2.80", NULL };
+	/* stored 50 s ago for 100 s: a plain hit */
+	cache_put(e, PARTITION_COMMON, "www.example.", www, 50, 100);
+	assert_true(ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_A) > 12);
+	assert_int_equal(e->njobs, 0);
+	/* 93 s ago: in its last tenth. Answered from the cache at once, and refreshed in the background */
+	cache_put(e, PARTITION_COMMON, "www.example.", www, 93, 100);
+	int n = ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_A);
+	assert_true(n > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
+	assert_true(reply_ttl(e->out, n) <= 7);
+	assert_int_equal(e->njobs, 1);
+	assert_null(e->jobs[0]->waiters); /* nobody waits for it */
+	assert_false(e->jobs[0]->edns);
+	assert_int_equal(counter_get(&e->ctr.prefetches), 1);
+	assert_int_equal(counter_get(&e->ctr.misses), 0);
+	assert_int_equal(counter_get(&e->ctr.hits), 2);
+	/* once per entry: more hits while it runs (or after) start nothing */
+	for (int i = 0; i < 3; i++)
+		assert_true(ask(e, "127.0.2.9", "www.example.", WIRE_TYPE_A) > 12);
+	assert_int_equal(e->njobs, 1);
+	/* its answer replaces the entry; no client is answered */
+	complete(e, 0, (const char *const[]){ "www.example. 300 IN A 192.0.2.81", NULL });
+	struct waiter *w[2];
+	assert_int_equal(take_replies(e, w, 2), 0);
+	n = ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_A);
+	assert_true(n > 12);
+	assert_true(reply_ttl(e->out, n) >= 298);
+	assert_int_equal(e->njobs, 1);
+
+	/* RD=0 is answered but starts nothing */
+	cache_put(e, PARTITION_COMMON, "rd0.example.", (const char *const[]){ "rd0.example. 100 IN A 192.0.2.9", NULL },
+	          95, 100);
+	struct client_addr ca;
+	client_at(&ca, "127.0.0.9");
+	uint8_t q[512];
+	size_t len = make_query(q, sizeof(q), "rd0.example.", WIRE_TYPE_A, WIRE_CLASS_IN);
+	q[2] &= (uint8_t)~0x01;
+	assert_true(query_process(&e->x, &ca.cl, q, len, e->out, sizeof(e->out)) > 12);
+	assert_int_equal(e->njobs, 1);
+
+	/* a flagged name: the city's entry, refreshed through the EDNS pool with the city's identity */
+	cache_put(e, 1, "video.cdn.test.", (const char *const[]){ "video.cdn.test. 60 IN A 203.0.113.1", NULL }, 57, 60);
+	assert_true(ask(e, "127.0.1.5", "video.cdn.test.", WIRE_TYPE_A) > 12);
+	assert_int_equal(e->njobs, 2);
+	const struct job *j = e->jobs[1];
+	assert_true(j->edns);
+	assert_int_equal(j->partition, 1);
+	uint8_t want[4];
+	inet_pton(AF_INET, "198.51.100.1", want);
+	assert_memory_equal(j->ecs.addr, want, 4);
+	assert_int_equal(counter_get(&e->pctr[1].edns), 1);
+	/* it fails: the answer it was refreshing stays, no failure is remembered over it */
+	const struct wire_ede ede = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no authority answered" };
+	inflight_fail(e->jobs[1], WIRE_RCODE_SERVFAIL, &ede, true);
+	e->jobs[1] = NULL;
+	n = ask(e, "127.0.1.6", "video.cdn.test.", WIRE_TYPE_A);
+	assert_true(n > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
+	assert_int_equal(e->njobs, 2);
+
+	/* short lifetimes are never prefetched */
+	cache_put(e, PARTITION_COMMON, "short.example.",
+	          (const char *const[]){ "short.example. 9 IN A 192.0.2.9", NULL }, 8, 9);
+	assert_true(ask(e, "127.0.0.9", "short.example.", WIRE_TYPE_A) > 12);
+	assert_int_equal(e->njobs, 2);
+}
+
+static void test_prefetch_off(void **state)
+{
+	static const char off[] =
+		"server: { listen: [ \"127.0.0.1@5353\" ], allow: [ 127.0.0.0/8 ] }\n"
+		"cache: { prefetch: false }\n"
+		"partitions: { list: [] }\n";
+	struct env *e = env_new(off);
+	cache_put(e, PARTITION_COMMON, "www.example.", (const char *const[]){ "www.example. 100 IN A 192.0.2.80", NULL },
+	          95, 100);
+	assert_true(ask(e, "127.0.0.9", "www.example.", WIRE_TYPE_A) > 12);
+	assert_int_equal(e->njobs, 0);
+	assert_int_equal(counter_get(&e->ctr.prefetches), 0);
+	env_free(e);
+}
+
+static void test_serve_stale(void **state)
+{
+	struct env *e = *state;
+	cache_set_stale(e->cache, INFLIGHT_STALE_MAX);
+	static const char *const nj[] = { "video.cdn.test. 60 IN A 203.0.113.1", NULL };
+	/* nanjing's answer expired 40 s ago; suzhou never had one */
+	cache_put(e, 1, "video.cdn.test.", nj, 100, 60);
+	assert_int_equal(ask(e, "127.0.1.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(ask(e, "127.0.2.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 2);
+	assert_int_equal(counter_get(&e->ctr.misses), 2);
+	/* both resolutions fail */
+	const struct wire_ede ede = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no authority answered" };
+	for (int i = 0; i < 2; i++) {
+		inflight_fail(e->jobs[i], WIRE_RCODE_SERVFAIL, &ede, true);
+		e->jobs[i] = NULL;
+	}
+	struct waiter *w[2];
+	assert_int_equal(take_replies(e, w, 2), 2);
+	for (int i = 0; i < 2; i++) {
+		int n = query_answer(&e->x, w[i], e->out, sizeof(e->out));
+		assert_true(n > 12);
+		if (w[i]->partition == 1) { /* the stale answer, TTL 30, EDE 3 */
+			assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
+			assert_int_equal(reply_ttl(e->out, n), INFLIGHT_STALE_TTL);
+			assert_true(reply_has_ede(e->out, n, WIRE_EDE_STALE_ANSWER));
+		} else { /* nothing to serve */
+			assert_int_equal(reply_rcode(e->out), WIRE_RCODE_SERVFAIL);
+		}
+		job_waiter_free(w[i]);
+	}
+	assert_int_equal(counter_get(&e->ctr.stale), 1);
+	/* for the next 30 s nanjing is answered stale from the cache, without asking upstream */
+	int n = ask(e, "127.0.1.6", "video.cdn.test.", WIRE_TYPE_A);
+	assert_true(n > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
+	assert_int_equal(reply_ttl(e->out, n), INFLIGHT_STALE_TTL);
+	assert_true(reply_has_ede(e->out, n, WIRE_EDE_STALE_ANSWER));
+	assert_int_equal(e->njobs, 2);
+	assert_int_equal(counter_get(&e->ctr.stale), 2);
+	/* suzhou's failure is remembered (RFC 9520) as before */
+	n = ask(e, "127.0.2.6", "video.cdn.test.", WIRE_TYPE_A);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_SERVFAIL);
+	assert_int_equal(e->njobs, 2);
+	/* a client of no partition has its own (common) entry: not nanjing's */
+	assert_int_equal(ask(e, "127.0.0.9", "video.cdn.test.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 3);
+}
+
+static void test_serve_stale_off(void **state)
+{
+	struct env *e = *state; /* cache_set_stale never called: serve_stale false */
+	cache_put(e, 1, "video.cdn.test.", (const char *const[]){ "video.cdn.test. 60 IN A 203.0.113.1", NULL }, 100,
+	          60);
+	assert_int_equal(ask(e, "127.0.1.5", "video.cdn.test.", WIRE_TYPE_A), -1);
+	inflight_fail(e->jobs[0], WIRE_RCODE_SERVFAIL, NULL, true);
+	e->jobs[0] = NULL;
+	struct waiter *w[2];
+	assert_int_equal(take_replies(e, w, 2), 1);
+	assert_true(query_answer(&e->x, w[0], e->out, sizeof(e->out)) > 12);
+	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_SERVFAIL);
+	job_waiter_free(w[0]);
+	assert_int_equal(counter_get(&e->ctr.stale), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -456,6 +661,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_any_and_rd0, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_remembered, setup, teardown),
 		cmocka_unit_test(test_client_limit),
+		cmocka_unit_test_setup_teardown(test_prefetch, setup, teardown),
+		cmocka_unit_test(test_prefetch_off),
+		cmocka_unit_test_setup_teardown(test_serve_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_stale_off, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
