@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Client classification: source address or trusted ECS to partition; the allow list. */
+/* Client classification: source address or trusted ECS to partition (the address lists: classify.h, snapshot.c). */
 #include "resolver/classify.h"
 
 #include <errno.h>
@@ -31,33 +31,11 @@ bool classify_addr(const struct sockaddr_storage *ss, int *family, const uint8_t
 	return false;
 }
 
-static bool prefix_list_match(const struct prefix *list, size_t n, int family, const uint8_t *addr)
-{
-	struct prefix host;
-	prefix_from_addr(&host, family, addr);
-	for (size_t i = 0; i < n; i++)
-		if (prefix_contains(&list[i], &host))
-			return true;
-	return false;
-}
-
-bool classify_exempt(const struct conf *c, int family, const uint8_t *addr)
-{
-	return prefix_list_match(c->server.client_exempt, c->server.nclient_exempt, family, addr) ||
-	       prefix_list_match(c->edns.trusted_ecs, c->edns.ntrusted_ecs, family, addr);
-}
-
-bool classify_allowed(const struct conf *c, int family, const uint8_t *addr)
-{
-	return prefix_list_match(c->server.allow, c->server.nallow, family, addr);
-}
-
 int classify_client(const struct conf *c, const struct wire_query *q, struct classify *cl)
 {
 	const struct ptable *t = c->partitions.table;
 	cl->echo = false;
-	if (q->has_ecs && c->edns.ntrusted_ecs > 0 &&
-	    prefix_list_match(c->edns.trusted_ecs, c->edns.ntrusted_ecs, cl->family, cl->addr)) {
+	if (q->has_ecs && (cl->lists & SNAPSHOT_ACL_TRUSTED_ECS)) {
 		cl->echo = true;
 		cl->echo_ecs = q->ecs;
 		struct prefix p;

@@ -308,14 +308,15 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 		counter_inc(&x->ctr->dropped);
 		return 0;
 	}
+	classify_lists(x->snap, &who); /* allow, exempt, trusted ECS: one lookup */
 	/* a client over its rate (server.client_qps), unless exempt: before any
 	 * reply, so a spoofed flood of bad or refused queries is limited too */
 	if (!ratelimit_allow(x->rl, who.family, who.addr, clock_coarse_ns()) &&
-	    !classify_exempt(c, who.family, who.addr)) {
+	    !classify_exempt(&who)) {
 		counter_inc(&x->ctr->ratelimited);
 		return over_limit(x, cl, &q, c->server.client_limit_action, out, limit);
 	}
-	if (error_rcode < 0 && !classify_allowed(c, who.family, who.addr))
+	if (error_rcode < 0 && !classify_allowed(&who))
 		error_rcode = WIRE_RCODE_REFUSED;
 	if (error_rcode < 0 && (q.qtype == 251 || q.qtype == 252)) /* IXFR, AXFR: not a resolver's job */
 		error_rcode = WIRE_RCODE_REFUSED;

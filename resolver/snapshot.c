@@ -5,17 +5,53 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "partition/pset.h"
+
 struct snapshot_conf {
 	atomic_int refs;
 	struct conf *conf;
+	struct pset *acl; /* built from conf once, shared like it */
 };
 
 static void shared_release(struct snapshot_conf *sc)
 {
 	if (sc && atomic_fetch_sub(&sc->refs, 1) == 1) {
 		conf_free(sc->conf);
+		pset_free(sc->acl);
 		free(sc);
 	}
+}
+
+/* One list of conf into the set, as list number idx (bit 1 << idx of a lookup). A prefix no lookup
+ * could match (bad family or length) is left out: a scan of the list would never match it either. */
+static int acl_add(struct pset *s, const struct prefix *list, size_t n, unsigned idx)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = pset_add(s, &list[i], idx);
+		if (rc == -ENOMEM)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * server.allow, server.client_exempt and edns.trusted_ecs as one prefix
+ * set: a query's ACL questions cost one longest-prefix match, whatever the
+ * lists' lengths. @return the set or NULL (ENOMEM).
+ */
+static struct pset *acl_build(const struct conf *c)
+{
+	struct pset *s = pset_new();
+	_Static_assert(SNAPSHOT_ACL_ALLOW == 1u << 0 && SNAPSHOT_ACL_EXEMPT == 1u << 1 &&
+	               SNAPSHOT_ACL_TRUSTED_ECS == 1u << 2, "list numbers below");
+	if (s == NULL || acl_add(s, c->server.allow, c->server.nallow, 0) != 0 ||
+	    acl_add(s, c->server.client_exempt, c->server.nclient_exempt, 1) != 0 ||
+	    acl_add(s, c->edns.trusted_ecs, c->edns.ntrusted_ecs, 2) != 0 ||
+	    pset_build(s) != 0) {
+		pset_free(s);
+		return NULL;
+	}
+	return s;
 }
 
 void snapshot_ref(struct snapshot *s)
@@ -60,9 +96,11 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 {
 	struct snapshot *s = calloc(1, sizeof(*s));
 	struct snapshot_conf *sc = conf ? calloc(1, sizeof(*sc)) : NULL;
-	if (s == NULL || (conf && sc == NULL)) {
+	struct pset *acl = conf ? acl_build(conf) : NULL;
+	if (s == NULL || (conf && (sc == NULL || acl == NULL))) {
 		free(s);
 		free(sc);
+		pset_free(acl);
 		conf_free(conf);
 		domains_free(domains);
 		return -ENOMEM;
@@ -70,6 +108,7 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	if (sc) {
 		atomic_init(&sc->refs, 1);
 		sc->conf = conf;
+		sc->acl = acl;
 	}
 	atomic_init(&s->refs, 1);
 	s->domains = domains;
@@ -82,6 +121,7 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	}
 	s->shared = sc;
 	s->conf = sc->conf;
+	s->acl = sc->acl;
 	s->generation = (old ? old->generation : 0) + 1;
 	slot->cur = s;
 	atomic_store_explicit(&slot->generation, s->generation, memory_order_release);

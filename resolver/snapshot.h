@@ -10,6 +10,14 @@
 #include "resolver/domains.h"
 
 struct snapshot_conf; /* a config shared by the snapshots made from it */
+struct pset;
+
+/* What snapshot->acl answers for a client address (pset_lookup): the lists covering it. */
+enum {
+	SNAPSHOT_ACL_ALLOW = 1u << 0,       /* server.allow */
+	SNAPSHOT_ACL_EXEMPT = 1u << 1,      /* server.client_exempt */
+	SNAPSHOT_ACL_TRUSTED_ECS = 1u << 2, /* edns.trusted_ecs */
+};
 
 /* Immutable once published; lives while someone holds a reference. */
 struct snapshot {
@@ -17,6 +25,7 @@ struct snapshot {
 	uint64_t generation;          /* 1, 2, ... in publication order */
 	struct snapshot_conf *shared;
 	const struct conf *conf;      /* shared->conf */
+	const struct pset *acl;       /* shared: conf's address lists in one LPM (SNAPSHOT_ACL_*) */
 	struct domains *domains;
 	uint64_t store_version;       /* the store version domains was read at */
 };

@@ -8,6 +8,7 @@ partdns_unit_test(test_domains ${CMAKE_CURRENT_LIST_DIR}/test_domains.c partdns_
 partdns_unit_test(test_mq ${CMAKE_CURRENT_LIST_DIR}/test_mq.c partdns_resolver)
 # ldns is used in the tests only, as an independent builder and reader of messages.
 partdns_unit_test(test_route ${CMAKE_CURRENT_LIST_DIR}/test_route.c partdns_test_fixtures PkgConfig::LDNS)
+partdns_unit_test(test_classify ${CMAKE_CURRENT_LIST_DIR}/test_classify.c partdns_resolver)
 partdns_unit_test(test_query ${CMAKE_CURRENT_LIST_DIR}/test_query.c partdns_test_fixtures PkgConfig::LDNS)
 partdns_unit_test(test_edns_iter ${CMAKE_CURRENT_LIST_DIR}/test_edns_iter.c partdns_test_fixtures)
 partdns_fuzz_target(upstream ${CMAKE_CURRENT_LIST_DIR}/fuzz_upstream.c ${CMAKE_CURRENT_LIST_DIR}/corpus/upstream
