@@ -151,6 +151,13 @@ int mapping_ecs(const struct mapping *m, unsigned id, int client_family, struct 
 	return ecs_from_prefix(out, p) == 0 ? 0 : -ENOENT;
 }
 
+bool mapping_has_ecs(const struct mapping *m, unsigned id)
+{
+	/* mapping_set keeps only addresses ecs_from_prefix takes: a /32, an IPv6 prefix up to /128 */
+	const struct mapping_entry *e = mapping_get(m, id);
+	return e != NULL && (e->has_v4 || e->has_v6);
+}
+
 /*
  * Special-purpose ranges (IANA IPv4/IPv6 Special-Purpose Address Registries,
  * plus multicast and the IPv6 space outside 2000::/3). The documentation

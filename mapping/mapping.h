@@ -65,6 +65,13 @@ size_t mapping_size(const struct mapping *m);
 int mapping_ecs(const struct mapping *m, unsigned id, int client_family, struct ecs *out);
 
 /**
+ * Has partition id an identity to send: would mapping_ecs() succeed for a
+ * client of either family? (It does for both or for neither.) Cheaper than
+ * building the option, for routing a query that may never go upstream.
+ */
+bool mapping_has_ecs(const struct mapping *m, unsigned id);
+
+/**
  * Is addr (a host address or prefix) global unicast? Documentation ranges
  * (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32) are accepted.
  * A prefix is rejected when it overlaps any special-purpose range (the first

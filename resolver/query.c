@@ -150,7 +150,7 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 	if (rt->rule == NULL)
 		return;
 	job->edns = true;
-	job->ecs = rt->mapped;
+	(void)route_identity(rt, c, &job->ecs); /* it exists: routing checked (mapping_has_ecs) */
 	job->rule = *rt->rule;
 	if (job->rule.nforward == 0) { /* the domain's own targets, else edns.forward */
 		job->rule.nforward = c->edns.nforward < STORE_MAX_FORWARD ? c->edns.nforward : STORE_MAX_FORWARD;
@@ -361,7 +361,7 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 	h.prefix = NULL;
 	h.prefix_len = 0;
 	if (cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h) >= 0) {
-		if (h.chain && mapping_ecs(c->partitions.mapping, rt.part, who.family, &rt.mapped) != 0) {
+		if (h.chain && !mapping_has_ecs(c->partitions.mapping, rt.part)) {
 			/* no identity to send: answer from the common entry */
 			free(h.prefix);
 			h.chain = false;
@@ -392,11 +392,9 @@ static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_
 {
 	const struct result *r = wt->result;
 	const struct conf *c = x->snap->conf;
-	int family;
 	const uint8_t *addr;
 	struct route rt = { .part = wt->partition, .echo = wt->echo, .echo_ecs = wt->echo_ecs };
-	if (!classify_addr(&wt->peer, &family, &addr) ||
-	    mapping_ecs(c->partitions.mapping, wt->partition, family, &rt.mapped) != 0)
+	if (!classify_addr(&wt->peer, &rt.family, &addr) || !mapping_has_ecs(c->partitions.mapping, wt->partition))
 		return false;
 	if (rt.echo)
 		rt.echo_ecs.scope = rt.echo_ecs.source;

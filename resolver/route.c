@@ -39,15 +39,21 @@ void route_decide(struct route *rt, const struct conf *c, const struct domains *
                   int family)
 {
 	rt->rule = NULL;
+	rt->family = family;
 	/* EDNS domains of a real partition with a mapped identity go per partition */
 	if (rt->part != PARTITION_COMMON) {
 		rt->rule = domains_match(d, q->qname_lc, q->qname_len);
-		if (rt->rule && mapping_ecs(c->partitions.mapping, rt->part, family, &rt->mapped) != 0)
+		if (rt->rule && !mapping_has_ecs(c->partitions.mapping, rt->part))
 			rt->rule = NULL;
 	}
 	if (rt->echo) /* RFC 7871 §7.2.1: scope says how far our answer holds */
 		rt->echo_ecs.scope = rt->rule ? rt->echo_ecs.source : 0;
 	route_key_set(rt, q, rt->rule ? rt->part : PARTITION_COMMON);
+}
+
+int route_identity(const struct route *rt, const struct conf *c, struct ecs *out)
+{
+	return mapping_ecs(c->partitions.mapping, rt->part, rt->family, out);
 }
 
 /* ---- cache values ---- */

@@ -20,8 +20,8 @@
 /* Where one query goes. */
 struct route {
 	unsigned part;                   /* the client's partition (or PARTITION_COMMON) */
+	int family;                      /* the client's address family: picks the identity (route_identity) */
 	const struct store_domain *rule; /* EDNS domain rule, NULL = normal */
-	struct ecs mapped;               /* the partition's identity, when rule */
 	bool echo;                       /* echo the client's ECS (trusted frontend) */
 	struct ecs echo_ecs;
 	uint8_t key[ROUTE_KEY_MAX];
@@ -41,12 +41,21 @@ void route_key_set(struct route *rt, const struct wire_query *q, unsigned key_pa
 /**
  * Route q for a client of partition rt->part (set by the caller, with echo):
  * a flagged name of a partition with a mapped identity goes through the
- * EDNS pool (rule and mapped set, key per partition); anything else shares
- * the common cache. family is the client's address family (picks mapped or
- * mapped6).
+ * EDNS pool (rule set, key per partition); anything else shares the common
+ * cache. family is the client's address family (kept in rt->family). The
+ * identity itself is not built here: a hit never sends it (route_identity).
  */
 void route_decide(struct route *rt, const struct conf *c, const struct domains *d, const struct wire_query *q,
                   int family);
+
+/**
+ * The ECS identity rt's resolution sends upstream: mapping_ecs() of
+ * rt->part for a client of rt->family (the mapped /32, or mapped6).
+ * Built when a job is made, not for every query routed.
+ * @return 0, or -ENOENT / -EINVAL as mapping_ecs (never for a route
+ *         route_decide gave a rule: it checked mapping_has_ecs).
+ */
+int route_identity(const struct route *rt, const struct conf *c, struct ecs *out);
 
 /*
  * Cache values are [flags][...]:

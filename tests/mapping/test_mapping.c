@@ -226,6 +226,10 @@ static void test_ecs_choice(void **state)
 		int rc = mapping_ecs(m, r->id, r->family, &e);
 		if (rc != r->rc)
 			fail_msg("%s: rc %d, want %d", r->msg, rc, r->rc);
+		/* the cheap check says what mapping_ecs says, for a real client family */
+		if (r->family == AF_INET || r->family == AF_INET6)
+			if (mapping_has_ecs(m, r->id) != (rc == 0))
+				fail_msg("%s: mapping_has_ecs %d, mapping_ecs rc %d", r->msg, mapping_has_ecs(m, r->id), rc);
 		if (rc != 0)
 			continue;
 		struct prefix want = P(r->want);
@@ -238,6 +242,7 @@ static void test_ecs_choice(void **state)
 			if (e.addr[b] != 0)
 				fail_msg("%s: address byte %zu past the source not zero", r->msg, b);
 	}
+	assert_false(mapping_has_ecs(NULL, 1));
 	mapping_free(m);
 }
 
