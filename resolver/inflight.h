@@ -31,6 +31,12 @@ struct inflight *inflight_new(struct cache *cache, struct snapshot_slot *slot);
 /** Free the table. Every job must have ended. */
 void inflight_free(struct inflight *t);
 
+/** A zeroed waiter (but for its query, q) from the calling thread's free list, or NULL. */
+struct waiter *inflight_waiter_new(struct inflight *t);
+
+/** Return an answered waiter to the calling thread's free list, with its reference to the result. */
+void inflight_waiter_free(struct inflight *t, struct waiter *w);
+
 /**
  * Join the in-flight resolution for key, or start one. Thread-safe.
  * On 1 the caller owns the new *job (key, hash, table, start time and the

@@ -56,25 +56,49 @@ struct waiter {
 	struct wire_query q;
 };
 
-/* One upstream resolution, coalescing identical concurrent misses. */
+/* A forward target of an EDNS rule, as the EDNS pool sends to it. */
+struct job_target {
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in sin;
+		struct sockaddr_in6 sin6;
+	} addr;
+	socklen_t len;
+};
+
+/* The EDNS domain rule in effect for a job: what the EDNS pool needs of it. */
+struct job_rule {
+	char name[256];           /* the flagged name (text, normalized) */
+	bool subtree;
+	enum conf_policy policy;
+	unsigned nforward;        /* policy forward: the domain's targets, else edns.forward */
+	struct job_target forward[STORE_MAX_FORWARD];
+};
+
+struct job_cache;
+
+/*
+ * One upstream resolution, coalescing identical concurrent misses.
+ * Jobs are recycled through per-thread free lists (inflight.c): everything
+ * before key is zeroed when a job is handed out, the buffers from key on
+ * are written before they are read.
+ */
 struct job {
 	struct mq_node node;      /* first: a pool's queue links through it */
-	struct job *hnext;        /* in-flight hash chain */
+	struct job *hnext;        /* in-flight hash chain; a free list's link */
 	struct inflight *table;
+	struct job_cache *owner;  /* the free list the job returns to */
 	uint64_t hash;
-	uint8_t key[ROUTE_KEY_MAX];
 	size_t klen;
 	struct snapshot *snap;    /* the snapshot the job was routed under (a reference) */
-	uint8_t qname[WIRE_MAX_NAME]; /* lower case */
+	const uint8_t *qname;     /* lower case: points into key */
 	size_t qname_len;
 	uint16_t qtype, qclass;
 	bool cd_bit;
 	unsigned partition;
 	bool edns;                /* EDNS pool (else normal pool) */
 	struct ecs ecs;           /* EDNS: the partition's mapped identity */
-	struct store_domain rule; /* EDNS: policy, and the forward targets in effect */
-	uint8_t start[WIRE_MAX_NAME]; /* EDNS chain job: resolve from here... */
-	size_t start_len;         /* 0 = from qname */
+	size_t start_len;         /* EDNS chain job: 0 = from qname, else from start... */
 	uint8_t *prefix;          /* ...and splice after this message (owned) */
 	size_t prefix_len;
 	unsigned timeout_ms;
@@ -87,6 +111,10 @@ struct job {
 	void *pool_arg;            /* that thread */
 	uint64_t pool_start_ns;
 	int ub_id;
+	/* buffers: not zeroed on reuse */
+	uint8_t key[ROUTE_KEY_MAX];
+	uint8_t start[WIRE_MAX_NAME];
+	struct job_rule rule;     /* EDNS: valid when edns */
 };
 
 /** Drop a reference to r; the last frees it. NULL is a no-op. */
@@ -99,9 +127,3 @@ static inline void job_result_release(struct result *r)
 	}
 }
 
-/** Free a waiter that has been answered, with its reference to the result. */
-static inline void job_waiter_free(struct waiter *w)
-{
-	job_result_release(w->result);
-	free(w);
-}

@@ -133,11 +133,29 @@ static int write_hit(struct query_ctx *x, const struct route *rt, const struct h
 
 /* ---- misses ---- */
 
+/* The rule as the EDNS pool needs it: the domain's own targets, else edns.forward. */
+static void job_rule_set(struct job_rule *r, const struct store_domain *d, const struct conf *c)
+{
+	memcpy(r->name, d->name, sizeof(r->name));
+	r->subtree = d->subtree;
+	r->policy = d->policy;
+	const struct conf_addr *fwd = d->nforward > 0 ? d->forward : c->edns.forward;
+	size_t n = d->nforward > 0 ? d->nforward : c->edns.nforward;
+	r->nforward = 0;
+	for (size_t i = 0; i < n && i < STORE_MAX_FORWARD; i++) {
+		if (fwd[i].len > sizeof(r->forward[0].addr))
+			continue; /* not an IP address: store_domain_check refuses those */
+		memcpy(&r->forward[r->nforward].addr, &fwd[i].ss, fwd[i].len);
+		r->forward[r->nforward].len = fwd[i].len;
+		r->nforward++;
+	}
+}
+
 /* Fill a new job from the query and its route. */
 static void job_fill(struct query_ctx *x, struct job *job, const struct wire_query *q, const struct route *rt)
 {
 	const struct conf *c = x->snap->conf;
-	memcpy(job->qname, q->qname_lc, q->qname_len);
+	job->qname = job->key + ROUTE_KEY_HDR; /* the key ends with the lower-cased name */
 	job->qname_len = q->qname_len;
 	job->qtype = q->qtype;
 	job->qclass = q->qclass;
@@ -151,12 +169,7 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 		return;
 	job->edns = true;
 	(void)route_identity(rt, c, &job->ecs); /* it exists: routing checked (mapping_has_ecs) */
-	job->rule = *rt->rule;
-	if (job->rule.nforward == 0) { /* the domain's own targets, else edns.forward */
-		job->rule.nforward = c->edns.nforward < STORE_MAX_FORWARD ? c->edns.nforward : STORE_MAX_FORWARD;
-		if (job->rule.nforward > 0)
-			memcpy(job->rule.forward, c->edns.forward, job->rule.nforward * sizeof(job->rule.forward[0]));
-	}
+	job_rule_set(&job->rule, rt->rule, c);
 }
 
 /* Fill a new job (start/prefix: an EDNS chain job; prefix is taken) and hand it to its pool. */
@@ -197,7 +210,7 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
 		free(prefix);
 		return reply_error(x, q, WIRE_RCODE_REFUSED, rt->echo ? &rt->echo_ecs : NULL, &not_cached, out, limit);
 	}
-	struct waiter *wt = calloc(1, sizeof(*wt));
+	struct waiter *wt = inflight_waiter_new(x->inflight);
 	if (wt == NULL) {
 		free(prefix);
 		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit);

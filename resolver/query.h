@@ -56,7 +56,7 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
  * Write the reply of a waiter whose job ended (taken from x->replies). A
  * normal answer whose chain enters an EDNS domain continues, for a
  * partitioned client, through the EDNS pool: a new waiter takes over.
- * The caller frees wt (job_waiter_free) in every case.
+ * The caller frees wt (inflight_waiter_free) in every case.
  * @return the reply length in out, 0 (nothing to send), or -1 (a new waiter took over).
  */
 int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap);

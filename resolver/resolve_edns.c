@@ -931,7 +931,7 @@ static void eres_start_hop(struct eres *r)
 	if (r->forward) {
 		r->sv.naddr = 0;
 		for (size_t i = 0; i < r->job->rule.nforward && r->sv.naddr < EDNS_MAX_SERVERS; i++) {
-			memcpy(&r->sv.addr[r->sv.naddr], &r->job->rule.forward[i].ss, r->job->rule.forward[i].len);
+			memcpy(&r->sv.addr[r->sv.naddr], &r->job->rule.forward[i].addr, r->job->rule.forward[i].len);
 			r->sv.naddr++;
 		}
 		if (r->sv.naddr == 0) {
@@ -1101,7 +1101,7 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 		t->health = calloc(HEALTH_SLOTS, sizeof(*t->health));
 		t->rates = calloc(RATE_SLOTS, sizeof(*t->rates));
 		t->zone_qps = (double)c->edns.zone_qps / p->nthreads;
-		t->ctx = ubctx_new(c, NULL, false);
+		t->ctx = ubctx_new(c, NULL, &(struct ubctx_share){ .idx = 1, .of = 1 });
 		if (t->zcache == NULL || t->health == NULL || t->rates == NULL || t->ctx == NULL ||
 		    mq_init(&t->jobs) != 0)
 			goto fail;

@@ -203,7 +203,7 @@ static int thread_init(struct resolve_normal *p, struct nthread *t, const struct
 	t->base = event_base_new();
 	if (t->base == NULL)
 		return -1;
-	t->ctx = ubctx_new(c, t->base, t->idx == 0);
+	t->ctx = ubctx_new(c, t->base, &(struct ubctx_share){ .idx = t->idx, .of = p->nthreads });
 	if (t->ctx == NULL)
 		return -1;
 	t->jobs_ev = event_new(t->base, t->jobs.efd, EV_READ | EV_PERSIST, on_jobs, t);

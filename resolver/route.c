@@ -163,34 +163,18 @@ bool route_partition_same(const struct conf *a, const struct conf *b, unsigned i
 
 /* ---- normal answers whose chain enters an EDNS domain ---- */
 
-int route_chain_find(const struct domains *d, const uint8_t *resp, size_t len, const uint8_t *qname,
-                     size_t qname_len, uint8_t *target, size_t *target_len, uint8_t **prefix, size_t *prefix_len)
+int route_chain_find(const struct domains *d, const uint8_t *resp, size_t len, const struct wire_chain *chain,
+                     uint8_t *target, size_t *target_len, uint8_t **prefix, size_t *prefix_len)
 {
-	if (domains_count(d) == 0 || len < WIRE_HEADER_SIZE || ((resp[6] << 8) | resp[7]) == 0)
-		return 0; /* nothing flagged, or no answer records */
-	struct wire_iter start;
-	if (wire_iter_init(&start, resp, len) != 0)
-		return WIRE_E_FORMERR;
-	uint8_t cur[WIRE_MAX_NAME];
-	size_t cur_len = qname_len;
-	memcpy(cur, qname, qname_len);
-	for (unsigned hop = 1; hop <= WIRE_CNAME_MAX; hop++) {
-		/* the CNAME owned by the current name, first in the answer section */
-		struct wire_iter it = start;
-		struct wire_rr rr;
-		int k;
-		while ((k = wire_iter_next(&it, &rr)) == 1 && rr.section == WIRE_SECTION_ANSWER &&
-		       !(rr.type == WIRE_TYPE_CNAME && wire_name_equal(rr.owner, rr.owner_len, cur, cur_len)))
-			;
-		if (k < 0)
+	if (chain->hops == 0 || domains_count(d) == 0)
+		return 0; /* no CNAME, or nothing flagged */
+	for (unsigned hop = 0; hop < chain->hops; hop++) {
+		uint8_t cur[WIRE_MAX_NAME];
+		size_t cur_len;
+		if (wire_chain_target(resp, len, chain, hop, cur, &cur_len) != 0)
 			return WIRE_E_FORMERR;
-		if (k == 0 || rr.section != WIRE_SECTION_ANSWER)
-			return 0;
-		if (wire_rdata_name(&it, &rr, 0, cur, &cur_len) != 0)
-			return WIRE_E_FORMERR;
-		wire_name_lower(cur, cur_len, cur);
 		if (domains_match(d, cur, cur_len) != NULL) {
-			int rc = wire_cname_prefix(resp, len, hop, prefix, prefix_len);
+			int rc = wire_cname_prefix(resp, len, hop + 1, prefix, prefix_len);
 			if (rc != 0)
 				return rc;
 			memcpy(target, cur, cur_len);

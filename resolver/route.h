@@ -106,12 +106,12 @@ int route_value_parse(const uint8_t *val, size_t vlen, struct route_value *v);
 bool route_partition_same(const struct conf *a, const struct conf *b, unsigned id);
 
 /**
- * Does the CNAME chain of a normal answer enter an EDNS domain? Follows the
- * chain of resp from qname; at the first hop whose target is flagged in d,
- * returns 1 with that target (lower case, WIRE_MAX_NAME bytes) and a
- * prefix message (wire_cname_prefix: header, question, the CNAMEs up to
- * there; malloc'd, caller frees).
+ * Does the CNAME chain of a normal answer enter an EDNS domain? Checks the
+ * hops of chain (wire_answer_prepare_chain of resp) in order; at the first
+ * whose target is flagged in d, returns 1 with that target (lower case,
+ * WIRE_MAX_NAME bytes) and a prefix message (wire_cname_prefix: header,
+ * question, the CNAMEs up to there; malloc'd, caller frees).
  * @return 1, 0 (no such hop), WIRE_E_FORMERR, -ENOMEM.
  */
-int route_chain_find(const struct domains *d, const uint8_t *resp, size_t len, const uint8_t *qname,
-                     size_t qname_len, uint8_t *target, size_t *target_len, uint8_t **prefix, size_t *prefix_len);
+int route_chain_find(const struct domains *d, const uint8_t *resp, size_t len, const struct wire_chain *chain,
+                     uint8_t *target, size_t *target_len, uint8_t **prefix, size_t *prefix_len);

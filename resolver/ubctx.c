@@ -53,7 +53,7 @@ static bool option_is(const char *name, const char *want)
 	return strncmp(name, want, n) == 0 && (name[n] == '\0' || (name[n] == ':' && name[n + 1] == '\0'));
 }
 
-struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, bool ta_owner)
+struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share)
 {
 	struct ub_ctx *ctx = base ? ub_ctx_create_event(base) : ub_ctx_create();
 	if (ctx == NULL) {
@@ -91,9 +91,15 @@ struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, bool ta_
 	 * waited seconds for one (bench/RESULTS.md "Dead authorities").
 	 * ratelimit bounds what one zone may take at all.
 	 */
-	char qps[16];
-	snprintf(qps, sizeof(qps), "%u", c->resolver.zone_qps);
-	const char *defaults[][2] = { { "outgoing-range:", "8192" }, { "ratelimit:", qps } };
+	char qps[16], range[16];
+	/* a pool's share: names are spread over its contexts by hash, and so
+	 * are a flood's random names under one zone */
+	unsigned n = share->of ? share->of : 1;
+	unsigned zq = c->resolver.zone_qps ? (c->resolver.zone_qps + n - 1) / n : 0;
+	unsigned out = UBCTX_OUTGOING_RANGE / n > UBCTX_OUTGOING_MIN ? UBCTX_OUTGOING_RANGE / n : UBCTX_OUTGOING_MIN;
+	snprintf(qps, sizeof(qps), "%u", zq);
+	snprintf(range, sizeof(range), "%u", out);
+	const char *defaults[][2] = { { "outgoing-range:", range }, { "ratelimit:", qps } };
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
 		rc = ub_ctx_set_option(ctx, defaults[i][0], defaults[i][1]);
 		if (rc != 0) {
@@ -106,7 +112,7 @@ struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, bool ta_
 		/* An RFC 5011 trust-anchor file has one writer: the owner context
 		 * keeps it up to date, the others read it as a plain anchor. */
 		const char *name = o->name;
-		if (!ta_owner && option_is(name, "auto-trust-anchor-file"))
+		if (share->idx != 0 && option_is(name, "auto-trust-anchor-file"))
 			name = "trust-anchor-file:";
 		rc = ub_ctx_set_option(ctx, name, o->value);
 		if (rc != 0) {

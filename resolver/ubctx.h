@@ -9,17 +9,34 @@
 struct ub_ctx;
 struct event_base;
 
+/*
+ * Sockets for queries in flight, per pool: queries to servers that never
+ * answer each hold one until they time out, and with libunbound's default
+ * range a flood of random names under one dead zone took them all
+ * (bench/RESULTS.md "Dead authorities"). A pool of several contexts
+ * splits it, each keeping at least UBCTX_OUTGOING_MIN.
+ */
+#define UBCTX_OUTGOING_RANGE 8192u
+#define UBCTX_OUTGOING_MIN 1024u
+
+/* Which of a pool's contexts this is. */
+struct ubctx_share {
+	unsigned idx; /* 0 maintains an RFC 5011 auto-trust-anchor-file given in
+	               * resolver.options; the others read that file as a plain
+	               * trust-anchor-file (one writer per file) */
+	unsigned of;  /* contexts in the pool: each gets 1/of of
+	               * UBCTX_OUTGOING_RANGE (at least UBCTX_OUTGOING_MIN) and
+	               * of resolver.zone_qps (libunbound's ratelimit) */
+};
+
 /**
  * Create a libunbound context from c->resolver: root hints, trust anchor,
- * forward zones and pass-through options. Errors are logged naming the
- * setting.
- * @param base      a libevent base: the context runs in its caller's loop
- *                  (ub_resolve_event, wire-format answers, no thread, no
- *                  pipe); NULL: asynchronous with its own thread
- *                  (ub_resolve_async, ub_fd, ub_process)
- * @param ta_owner  this context maintains an RFC 5011 auto-trust-anchor-file
- *                  given in resolver.options; other contexts read that file
- *                  as a plain trust-anchor-file (one writer per file)
+ * forward zones and pass-through options (which win over our defaults).
+ * Errors are logged naming the setting.
+ * @param base   a libevent base: the context runs in its caller's loop
+ *               (ub_resolve_event, wire-format answers, no thread, no
+ *               pipe); NULL: asynchronous with its own thread
+ *               (ub_resolve_async, ub_fd, ub_process)
  * @return the context (free with ub_ctx_delete) or NULL.
  */
-struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, bool ta_owner);
+struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share);

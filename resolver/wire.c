@@ -802,6 +802,7 @@ struct chain {
 	size_t name_len;
 	unsigned hops;
 	bool answered; /* the final name has an RRset of qtype (any RR for ANY) */
+	struct wire_chain *out; /* optional: where each hop's target is */
 };
 
 /* Follow CNAMEs from qname through the ancount answer RRs at an_pos. */
@@ -812,6 +813,8 @@ static int chain_walk(const uint8_t *pkt, size_t len, size_t an_pos, unsigned an
 	c->name_len = qname_len;
 	c->hops = 0;
 	c->answered = false;
+	if (c->out)
+		c->out->hops = 0;
 	for (;;) {
 		size_t pos = an_pos;
 		bool have_type = false, have_cname = false;
@@ -839,8 +842,25 @@ static int chain_walk(const uint8_t *pkt, size_t len, size_t an_pos, unsigned an
 		size_t p = cname.rdata;
 		if (name_read(pkt, cname.end, &p, c->name, &c->name_len) != 0 || p != cname.end)
 			return WIRE_E_FORMERR;
+		if (c->out) {
+			c->out->rdata[c->out->hops] = (uint16_t)cname.rdata;
+			c->out->end[c->out->hops] = (uint16_t)cname.end;
+			c->out->hops++;
+		}
 		wire_name_lower(c->name, c->name_len, c->name);
 	}
+}
+
+int wire_chain_target(const uint8_t *resp, size_t len, const struct wire_chain *chain, unsigned hop, uint8_t *out,
+		      size_t *out_len)
+{
+	if (hop >= chain->hops || chain->end[hop] > len)
+		return WIRE_E_FORMERR;
+	size_t p = chain->rdata[hop];
+	if (name_read(resp, chain->end[hop], &p, out, out_len) != 0)
+		return WIRE_E_FORMERR;
+	wire_name_lower(out, *out_len, out);
+	return 0;
 }
 
 /* ---- cached answers ---- */
@@ -877,7 +897,7 @@ static bool is_dnssec_type(uint16_t type)
  * DO must not get. *has_dnssec says whether there were any.
  */
 static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits *lim, bool strip, uint8_t **blob,
-		       size_t *blob_len, uint32_t *ttl, bool *has_dnssec)
+		       size_t *blob_len, uint32_t *ttl, bool *has_dnssec, struct wire_chain *chain)
 {
 	*blob = NULL;
 	*blob_len = 0;
@@ -888,8 +908,11 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	unsigned count[3] = {rd16(resp + 6), rd16(resp + 8), rd16(resp + 10)};
 
 	struct enc *e = enc_new();
-	/* Every input RR takes at least 11 bytes: that bounds the TTL list. */
-	uint16_t *offs = malloc(sizeof(*offs) * (len / (1 + RR_FIXED) + 1));
+	/* Every input RR takes at least 11 bytes: that bounds the TTL list
+	 * (on the stack for the usual answer, up to ~6 KB). */
+	uint16_t offs_stack[512];
+	size_t noffs = len / (1 + RR_FIXED) + 1;
+	uint16_t *offs = noffs <= 512 ? offs_stack : malloc(sizeof(*offs) * noffs);
 	int rc = (e == NULL || offs == NULL) ? -ENOMEM : 0;
 	if (rc != 0)
 		goto out;
@@ -971,6 +994,7 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	uint32_t life = 0;
 	if (!(flags & WIRE_FLAG_TC) && (rcode == WIRE_RCODE_NOERROR || rcode == WIRE_RCODE_NXDOMAIN)) {
 		struct chain c;
+		c.out = chain;
 		rc = chain_walk(resp, len, an_pos, count[0], qname, qname_len, qtype, &c);
 		if (rc != 0)
 			goto out;
@@ -1012,7 +1036,8 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	*blob_len = total;
 	*ttl = life;
 out:
-	free(offs);
+	if (offs != offs_stack)
+		free(offs);
 	enc_free(e);
 	return rc;
 }
@@ -1020,11 +1045,19 @@ out:
 int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
 			size_t *blob_len, uint32_t *ttl)
 {
+	return wire_answer_prepare_chain(resp, len, lim, blob, blob_len, ttl, NULL);
+}
+
+int wire_answer_prepare_chain(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
+			      size_t *blob_len, uint32_t *ttl, struct wire_chain *chain)
+{
 	static const struct wire_limits no_limits;
 	if (lim == NULL)
 		lim = &no_limits;
+	if (chain)
+		chain->hops = 0;
 	bool has_dnssec;
-	int rc = prepare_one(resp, len, lim, false, blob, blob_len, ttl, &has_dnssec);
+	int rc = prepare_one(resp, len, lim, false, blob, blob_len, ttl, &has_dnssec, chain);
 	if (rc != 0 || !has_dnssec)
 		return rc;
 	/* Signed data: a second view without RRSIG/NSEC/NSEC3 follows the first,
@@ -1032,7 +1065,7 @@ int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limit
 	uint8_t *plain;
 	size_t plain_len;
 	uint32_t plain_ttl;
-	rc = prepare_one(resp, len, lim, true, &plain, &plain_len, &plain_ttl, &has_dnssec);
+	rc = prepare_one(resp, len, lim, true, &plain, &plain_len, &plain_ttl, &has_dnssec, NULL);
 	if (rc == 0) {
 		uint8_t *both = realloc(*blob, *blob_len + plain_len);
 		if (both == NULL) {
@@ -1331,6 +1364,7 @@ int wire_cname_target(const uint8_t *resp, size_t len, const uint8_t *qname, siz
 		pos += 4;
 	}
 	struct chain c;
+	c.out = NULL;
 	int rc = chain_walk(resp, len, pos, an, qname, qname_len, qtype, &c);
 	if (rc != 0)
 		return rc;

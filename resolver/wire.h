@@ -225,6 +225,30 @@ struct wire_limits {
 int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
 			size_t *blob_len, uint32_t *ttl);
 
+/* The CNAME chain from QNAME of an answer, as wire_answer_prepare_chain found it. */
+struct wire_chain {
+	unsigned hops;
+	uint16_t rdata[WIRE_CNAME_MAX]; /* hop i's target: RDATA offset in the response... */
+	uint16_t end[WIRE_CNAME_MAX];   /* ...and its end */
+};
+
+/**
+ * wire_answer_prepare, also saying where the CNAME chain from QNAME goes,
+ * from the same parse (chain may be NULL). The chain is found for NOERROR
+ * and NXDOMAIN answers without TC (the ones that are cached); it stops at
+ * the name that has QTYPE, and is empty for QTYPE CNAME or ANY.
+ */
+int wire_answer_prepare_chain(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
+			      size_t *blob_len, uint32_t *ttl, struct wire_chain *chain);
+
+/**
+ * Hop hop's target name of chain (lower-cased, WIRE_MAX_NAME bytes) from the
+ * response it was found in.
+ * @return 0 or WIRE_E_FORMERR.
+ */
+int wire_chain_target(const uint8_t *resp, size_t len, const struct wire_chain *chain, unsigned hop, uint8_t *out,
+		      size_t *out_len);
+
 /**
  * Write the reply to client query q from a cache blob, aged age seconds:
  * every TTL becomes max(0, stored - age).

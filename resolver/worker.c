@@ -131,7 +131,7 @@ void worker_free(struct worker *w)
 		while (n) {
 			struct waiter *wt = (struct waiter *)n;
 			n = n->next;
-			job_waiter_free(wt);
+			inflight_waiter_free(w->env.inflight, wt);
 		}
 		mq_deinit(&w->replies);
 	}
@@ -179,7 +179,7 @@ static void drain_replies(struct worker *w)
 				net_udp_send(wt->udp_fd, &wt->peer, wt->peer_len, wt->has_local ? &wt->local : NULL, w->reply,
 				             (size_t)len);
 		}
-		job_waiter_free(wt);
+		inflight_waiter_free(w->env.inflight, wt);
 	}
 }
 

@@ -28,7 +28,8 @@ static struct job *make_job(struct inflight *t, unsigned partition, const char *
 	j->partition = partition;
 	j->edns = true;
 	snprintf(j->rule.name, sizeof(j->rule.name), "%s", rule);
-	j->qname_len = (size_t)wire_name_from_text(rule, j->qname, sizeof(j->qname));
+	j->qname = j->key + ROUTE_KEY_HDR;
+	j->qname_len = (size_t)wire_name_from_text(rule, j->key + ROUTE_KEY_HDR, WIRE_MAX_NAME);
 	return j;
 }
 

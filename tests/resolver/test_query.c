@@ -88,7 +88,7 @@ static void env_free(struct env *e)
 	while (n) {
 		struct waiter *w = (struct waiter *)n;
 		n = n->next;
-		job_waiter_free(w);
+		inflight_waiter_free(e->inflight, w);
 	}
 	mq_deinit(&e->replies);
 	snapshot_release(e->x.snap);
@@ -243,7 +243,7 @@ static void test_miss_coalesce_then_hit(void **state)
 		assert_true(n > 12);
 		assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
 		assert_int_equal((e->out[6] << 8) | e->out[7], 1); /* one answer record */
-		job_waiter_free(w[i]);
+		inflight_waiter_free(e->inflight, w[i]);
 	}
 	/* now a hit: answered at once, nothing dispatched */
 	int n = ask(e, "127.0.2.5", "www.example.", WIRE_TYPE_A);
@@ -288,7 +288,7 @@ static void test_normal_chain_into_flagged_zone(void **state)
 	assert_int_equal(take_replies(e, w, 2), 1);
 	/* the partitioned client continues through the EDNS pool from the target */
 	assert_int_equal(query_answer(&e->x, w[0], e->out, sizeof(e->out)), -1);
-	job_waiter_free(w[0]);
+	inflight_waiter_free(e->inflight, w[0]);
 	assert_int_equal(e->njobs, 2);
 	const struct job *j = e->jobs[1];
 	assert_true(j->edns);
@@ -348,7 +348,7 @@ static void test_reload_renumbers_partitions(void **state)
 	struct waiter *w[2];
 	assert_int_equal(take_replies(e, w, 2), 1);
 	assert_true(query_answer(&e->x, w[0], e->out, sizeof(e->out)) > 12);
-	job_waiter_free(w[0]);
+	inflight_waiter_free(e->inflight, w[0]);
 	/* suzhou, id 1 under the new plan, misses instead of getting nanjing's node */
 	assert_int_equal(ask(e, "127.0.2.5", "video.cdn.test.", WIRE_TYPE_A), -1);
 	assert_int_equal(e->njobs, 2);
@@ -381,7 +381,7 @@ static void test_any_and_rd0(void **state)
 	complete(e, 0, (const char *const[]){ "www.example. 300 IN A 192.0.2.80", NULL });
 	struct waiter *w[2];
 	assert_int_equal(take_replies(e, w, 2), 1);
-	job_waiter_free(w[0]);
+	inflight_waiter_free(e->inflight, w[0]);
 	n = query_process(&e->x, &ca.cl, q, len, e->out, sizeof(e->out));
 	assert_true(n > 12);
 	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_NOERROR);
@@ -398,7 +398,7 @@ static void test_failure_remembered(void **state)
 	struct waiter *w[2];
 	assert_int_equal(take_replies(e, w, 2), 1);
 	int n = query_answer(&e->x, w[0], e->out, sizeof(e->out));
-	job_waiter_free(w[0]);
+	inflight_waiter_free(e->inflight, w[0]);
 	assert_true(n > 12);
 	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_SERVFAIL);
 	/* within failure_ttl the same city gets the SERVFAIL (with its EDE) from the cache */
@@ -613,7 +613,7 @@ static void test_serve_stale(void **state)
 		} else { /* nothing to serve */
 			assert_int_equal(reply_rcode(e->out), WIRE_RCODE_SERVFAIL);
 		}
-		job_waiter_free(w[i]);
+		inflight_waiter_free(e->inflight, w[i]);
 	}
 	assert_int_equal(counter_get(&e->ctr.stale), 1);
 	/* for the next 30 s nanjing is answered stale from the cache, without asking upstream */
@@ -645,7 +645,7 @@ static void test_serve_stale_off(void **state)
 	assert_int_equal(take_replies(e, w, 2), 1);
 	assert_true(query_answer(&e->x, w[0], e->out, sizeof(e->out)) > 12);
 	assert_int_equal(reply_rcode(e->out), WIRE_RCODE_SERVFAIL);
-	job_waiter_free(w[0]);
+	inflight_waiter_free(e->inflight, w[0]);
 	assert_int_equal(counter_get(&e->ctr.stale), 0);
 }
 

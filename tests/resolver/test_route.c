@@ -75,7 +75,14 @@ static void test_find(void **state)
 		int qlen = wire_name_from_text(vectors[i].qname, qname, sizeof(qname));
 		size_t tlen = 0, plen = 0;
 		uint8_t *prefix = NULL;
-		int rc = route_chain_find(f->domains, resp, len, qname, (size_t)qlen, target, &tlen, &prefix, &plen);
+		(void)qlen;
+		struct wire_chain chain;
+		uint8_t *blob = NULL;
+		size_t blob_len;
+		uint32_t ttl;
+		assert_int_equal(wire_answer_prepare_chain(resp, len, NULL, &blob, &blob_len, &ttl, &chain), 0);
+		free(blob);
+		int rc = route_chain_find(f->domains, resp, len, &chain, target, &tlen, &prefix, &plen);
 		if (vectors[i].target == NULL) {
 			if (rc != 0)
 				fail_msg("%s: expected no hop, got %d", vectors[i].why, rc);
