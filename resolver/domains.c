@@ -15,6 +15,14 @@
  * domain. The text is kept beside the wire form so that a hit costs a copy,
  * not a conversion.
  *
+ * A name that is not an entry itself is looked up again only at its
+ * suffixes that could be --subtree entries: not shorter than the shortest
+ * one, of a length some entry has, and passing a small filter keyed by the
+ * suffix's length and first eight bytes (two bits of one 64-bit word per
+ * entry, 16 bits per entry: about 2 % of the other suffixes pass). So a
+ * name with no enclosing --subtree entry costs one exact lookup and a walk
+ * over its labels in cache-resident tables, not an index probe per label.
+ *
  * Loading makes two passes over the store: the first counts the records and
  * their bytes, so the arena is allocated once at its final size; the second
  * fills it. The index is built last, from the arena alone. Nothing of the
@@ -63,7 +71,10 @@ struct domains {
 	size_t mask;
 	size_t count;
 	size_t nsubtree;         /* no --subtree entry: a miss needs no walk up */
+	size_t sub_min;          /* the shortest --subtree entry (wire bytes), when nsubtree > 0 */
 	uint64_t sub_lens[4];    /* bit k: some --subtree entry is k bytes long (wire) */
+	uint64_t *sub_filter;    /* two bits per --subtree entry (sub_fp), NULL when none */
+	size_t sub_filter_mask;  /* words - 1 */
 	struct irule *rules;
 	size_t nrules, rules_cap;
 	struct conf_addr *targets;
@@ -131,6 +142,7 @@ void domains_free(struct domains *d)
 	free(d->slots);
 	free(d->rules);
 	free(d->targets);
+	free(d->sub_filter);
 	free(d);
 }
 
@@ -330,9 +342,60 @@ static int add_rule(const struct store_domain *rule, void *arg)
 	d->arena_len += rec_size(len);
 	if (rule->subtree) {
 		d->sub_lens[len / 64] |= (uint64_t)1 << (len % 64);
+		if (d->nsubtree == 0 || len < d->sub_min)
+			d->sub_min = len;
 		d->nsubtree++;
 	}
 	d->count++;
+	return 0;
+}
+
+/* The first eight bytes of a name as a number (fewer for a shorter name, the rest zero). */
+static inline uint64_t head8(const uint8_t *p, size_t n)
+{
+	if (n >= 8)
+		return rd64(p);
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* The filter's view of a name: its length and first eight bytes, mixed. Not keyed: a name made to
+ * pass it only costs the index probe every suffix of a matching length used to cost. */
+static inline uint64_t sub_fp(const uint8_t *name, size_t len)
+{
+	return hash_mum(head8(name, len) ^ 0x9E3779B97F4A7C15ull, len ^ 0xBF58476D1CE4E5B9ull);
+}
+
+static inline bool sub_maybe(const struct domains *d, const uint8_t *name, size_t len)
+{
+	uint64_t h = sub_fp(name, len);
+	uint64_t w = d->sub_filter[(h >> 12) & d->sub_filter_mask];
+	return (w >> (h & 63) & w >> ((h >> 6) & 63) & 1) != 0;
+}
+
+/* The --subtree filter: 16 bits per entry (a power of two of 64-bit words, at most 2 MiB). */
+static int build_filter(struct domains *d)
+{
+	if (d->nsubtree == 0)
+		return 0;
+	size_t words = 1;
+	while (words * 64 < d->nsubtree * 16 && words < ((size_t)1 << 18))
+		words <<= 1;
+	d->sub_filter = calloc(words, sizeof(*d->sub_filter));
+	if (d->sub_filter == NULL)
+		return -ENOMEM;
+	d->sub_filter_mask = words - 1;
+	for (size_t pos = REC_ALIGN; pos < d->arena_len;) {
+		const uint8_t *rec = d->arena + pos;
+		size_t len = rec[4];
+		if (rd32(rec) & 1) {
+			uint64_t h = sub_fp(rec + REC_HDR, len);
+			d->sub_filter[(h >> 12) & d->sub_filter_mask] |= (uint64_t)1 << (h & 63) | (uint64_t)1 << ((h >> 6) & 63);
+		}
+		pos += rec_size(len);
+	}
 	return 0;
 }
 
@@ -405,6 +468,8 @@ int domains_load(struct store *s, struct domains **out, uint64_t *version)
 	}
 	if (rc == 0)
 		rc = build_index(d);
+	if (rc == 0)
+		rc = build_filter(d);
 	if (rc != 0) {
 		domains_free(d);
 		return rc;
@@ -464,16 +529,18 @@ const struct store_domain *domains_match(const struct domains *d, const uint8_t 
 	const uint8_t *rec = find(d, qname, len);
 	if (rec != NULL)
 		return rule_out(d, rec);
-	if (d->nsubtree == 0)
-		return NULL;
-	/* Walk up label by label, looking only at lengths some --subtree entry has. */
+	if (d->nsubtree == 0 || len <= d->sub_min)
+		return NULL; /* no --subtree entry could enclose the name */
+	/* Walk up label by label; probe the index only for suffixes that could be --subtree entries. */
 	size_t off = 0;
 	while (off < len && qname[off] != 0) {
 		off += (size_t)qname[off] + 1;
 		if (off >= len)
 			break;
 		size_t sl = len - off;
-		if (!(d->sub_lens[sl / 64] >> (sl % 64) & 1))
+		if (sl < d->sub_min)
+			break; /* the suffixes left are shorter still */
+		if (!(d->sub_lens[sl / 64] >> (sl % 64) & 1) || !sub_maybe(d, qname + off, sl))
 			continue;
 		rec = find(d, qname + off, sl);
 		if (rec != NULL && (rd32(rec) & 1))

@@ -244,6 +244,83 @@ static void test_many(void **state)
 	assert_int_equal(fixture_store_free(f), 0);
 }
 
+/* ---- the --subtree walk's shortcuts never change a result ---- */
+
+#define RSET 200
+
+/* splitmix64 */
+static uint64_t rnd64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/* A name of 1..depth labels from a small alphabet, so that names share suffixes and lengths. */
+static void random_text(uint64_t *s, unsigned depth, char *out, size_t size)
+{
+	static const char *const labels[] = { "a", "b", "cdn", "x1", "example", "com", "cn", "video", "w",
+		                              "img-7", "edge", "abcdefgh", "abcdefghi", "net" };
+	size_t o = 0;
+	unsigned n = 1 + (unsigned)(rnd64(s) % depth);
+	for (unsigned i = 0; i < n; i++)
+		o += (size_t)snprintf(out + o, size - o, "%s.", labels[rnd64(s) % (sizeof(labels) / sizeof(labels[0]))]);
+}
+
+/* The rule the definition gives, by brute force over the list: the exact entry, else the nearest
+ * enclosing --subtree entry, trying every suffix of the name. */
+static const struct store_domain *slow_match(const struct store_domain *list, size_t n, const char *text)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i].name, text) == 0)
+			return &list[i];
+	for (const char *p = strchr(text, '.'); p != NULL && p[1] != '\0'; p = strchr(p + 1, '.'))
+		for (size_t i = 0; i < n; i++)
+			if (list[i].subtree && strcmp(list[i].name, p + 1) == 0)
+				return &list[i];
+	return NULL;
+}
+
+static void test_subtree_shortcuts_random(void **state)
+{
+	(void)state;
+	uint64_t seed = 11;
+	struct store_domain *list = calloc(RSET, sizeof(*list));
+	assert_non_null(list);
+	for (int round = 0; round < 12; round++) {
+		struct fixture_store *f = empty_store("rsub");
+		/* a few rounds with no --subtree entry, some with only short or only long ones */
+		size_t n = 0;
+		size_t want = round % 4 == 0 ? 5 : round % 3 == 0 ? 100 : RSET; /* 2 labels: 210 names at most */
+		while (n < want) {
+			char text[256];
+			random_text(&seed, round % 3 == 0 ? 2 : 5, text, sizeof(text));
+			bool dup = false;
+			for (size_t i = 0; i < n; i++)
+				dup |= strcmp(list[i].name, text) == 0;
+			if (dup)
+				continue;
+			bool sub = round % 6 == 1 ? false : rnd64(&seed) % 3 == 0;
+			list[n++] = dom(text, sub, sub ? CONF_POLICY_FORWARD : CONF_POLICY_ITERATE);
+		}
+		put_all(f, list, n);
+		struct domains *d = load(f);
+		for (int k = 0; k < 5000; k++) {
+			char text[300];
+			random_text(&seed, 7, text, sizeof(text));
+			const struct store_domain *want_r = slow_match(list, n, text);
+			const struct store_domain *got = match_text(d, text);
+			if ((want_r == NULL) != (got == NULL) || (got && strcmp(got->name, want_r->name) != 0))
+				fail_msg("round %d: %s matched %s, the definition says %s", round, text,
+				         got ? got->name : "nothing", want_r ? want_r->name : "nothing");
+		}
+		domains_free(d);
+		assert_int_equal(fixture_store_free(f), 0);
+	}
+	free(list);
+}
+
 /* ---- case folding ---- */
 
 static void test_case_folding(void **state)
@@ -726,6 +803,7 @@ int main(void)
 		cmocka_unit_test(test_case_folding),
 		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_subtree_nearest),
+		cmocka_unit_test(test_subtree_shortcuts_random),
 		cmocka_unit_test(test_max_length),
 		cmocka_unit_test(test_root_adjacent),
 		cmocka_unit_test(test_forward_round_trip),
