@@ -91,6 +91,21 @@ struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const st
 	 * waited seconds for one (bench/RESULTS.md "Dead authorities").
 	 * ratelimit bounds what one zone may take at all.
 	 */
+	/*
+	 * Without a trust anchor there is nothing to validate: drop the
+	 * validator module (libunbound's default is "validator iterator"), a
+	 * few thousand instructions per miss. Any trust-anchor or module
+	 * option of the operator's keeps libunbound's default.
+	 */
+	bool anchors = c->resolver.trust_anchor && c->resolver.trust_anchor[0];
+	for (size_t i = 0; i < c->resolver.noptions && !anchors; i++) {
+		const char *n = c->resolver.options[i].name;
+		anchors = strstr(n, "trust") != NULL || option_is(n, "module-config");
+	}
+	if (!anchors && (rc = ub_ctx_set_option(ctx, "module-config:", "iterator")) != 0) {
+		log_err("libunbound option module-config iterator: %s", ub_strerror(rc));
+		goto fail;
+	}
 	char qps[16], range[16];
 	/* a pool's share: names are spread over its contexts by hash, and so
 	 * are a flood's random names under one zone */
