@@ -1875,25 +1875,21 @@ int wire_name_to_text(const uint8_t *name, size_t len, char *out, size_t cap)
 	for (size_t i = 0; name[i] != 0; i += (size_t)1 + name[i]) {
 		for (size_t j = 1; j <= name[i]; j++) {
 			uint8_t c = name[i + j];
-			char tmp[5];
-			size_t tl;
-			if (c == '.' || c == '\\') {
-				tmp[0] = '\\';
-				tmp[1] = (char)c;
-				tl = 2;
-			} else if (c < 0x21 || c > 0x7e) {
-				tmp[0] = '\\';
-				tmp[1] = (char)('0' + c / 100);
-				tmp[2] = (char)('0' + c / 10 % 10);
-				tmp[3] = (char)('0' + c % 10);
-				tl = 4;
-			} else {
-				tmp[0] = (char)c;
-				tl = 1;
-			}
+			bool plain = c >= 0x21 && c <= 0x7e && c != '.' && c != '\\';
+			size_t tl = plain ? 1 : (c == '.' || c == '\\') ? 2 : 4;
 			if (cap - o < tl + 1)
 				return -ENOSPC;
-			memcpy(out + o, tmp, tl);
+			if (plain) {
+				out[o] = (char)c;
+			} else if (tl == 2) {
+				out[o] = '\\';
+				out[o + 1] = (char)c;
+			} else {
+				out[o] = '\\';
+				out[o + 1] = (char)('0' + c / 100);
+				out[o + 2] = (char)('0' + c / 10 % 10);
+				out[o + 3] = (char)('0' + c % 10);
+			}
 			o += tl;
 		}
 		if (cap - o < 2)
