@@ -450,8 +450,8 @@ int daemon_run(struct daemon *d)
 		struct snapshot *s = snapshot_get(&d->snapshots);
 		for (size_t i = 0; i < s->conf->server.nlisten; i++)
 			log_info("listening on %s (UDP, TCP)", s->conf->server.listen[i].text);
-		log_info("ready: %u worker(s), %u EDNS thread(s), %zu partition(s)", d->nworkers,
-		         s->conf->edns.threads, ptable_size(s->conf->partitions.table));
+		log_info("ready: %u worker(s), %u resolver thread(s), %u EDNS thread(s), %zu partition(s)", d->nworkers,
+		         s->conf->resolver.threads, s->conf->edns.threads, ptable_size(s->conf->partitions.table));
 		snapshot_release(s);
 	}
 
