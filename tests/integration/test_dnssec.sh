@@ -44,6 +44,28 @@ assert_not_contains "insecure answer has no AD" " ad" "$(printf '%s\n' "$out" | 
 partdns_stop
 assert_eq "clean exit" 0 "$PD_EXIT_STATUS"
 
+# RFC 5011: an auto-trust-anchor-file given through resolver.options, with
+# three normal-pool contexts: the first keeps the file up to date, the others
+# read it as a plain anchor (one writer); every context validates.
+cp "$IT_TMP/root.key" "$IT_TMP/auto.key"
+pd_write_conf "$IT_TMP/auto.yaml"
+sed -i "s|^resolver:|resolver:\n  threads: 3|" "$PD_CONF"
+sed -i "s|options: {|options: { \"auto-trust-anchor-file\": \"$IT_TMP/auto.key\",|" "$PD_CONF"
+grep -q "auto-trust-anchor-file" "$PD_CONF" || die "could not add auto-trust-anchor-file"
+partdns_start "$PD_CONF"
+# names are spread over the contexts by hash: thirty names reach all three
+bad=0
+for i in $(seq 1 30); do
+  out=$(pd_dig 127.0.9.9 "nx$i." A +dnssec)
+  printf '%s\n' "$out" | grep '^;; flags:' | grep -q " ad" || bad=$((bad + 1))
+done
+assert_eq "auto-trust-anchor-file over 3 contexts: denials from the signed root validate in every context" 0 "$bad"
+for ((i = 0; i < 50; i++)); do grep -q "autotrust" "$IT_TMP/auto.key" && break; sleep 0.1; done
+assert_eq "the anchor file is maintained: RFC 5011 state written (by its one owner)" "; autotrust trust anchor file" \
+  "$(head -n 1 "$IT_TMP/auto.key")"
+partdns_stop
+assert_eq "clean exit" 0 "$PD_EXIT_STATUS"
+
 # A wrong key: change the key material of every DNSKEY.
 awk '$4 == "DNSKEY" { $NF = "AAAA" substr($NF, 5) } { print }' "$IT_TMP/root.key" > "$IT_TMP/wrong.key"
 pd_write_conf "$IT_TMP/wrong.yaml"
