@@ -43,11 +43,12 @@ struct inflight {
  * listener thread. Each list keeps at most FREE_KEEP entries: what a
  * flood needed beyond that goes back to malloc.
  */
-#define FREE_KEEP 1024
+#define FREE_KEEP 256
 
 struct job_cache {
 	struct job_cache *next;           /* in the table's list */
 	_Atomic(struct job *) returned;   /* jobs ended by other threads */
+	atomic_uint nreturned;            /* about how many: past FREE_KEEP they go to free() */
 	struct job *jobs;                 /* free jobs, linked through hnext */
 	unsigned njobs;
 	struct waiter *waiters;           /* free waiters, linked through next */
@@ -81,6 +82,7 @@ static struct job *job_get(struct inflight *t)
 	struct job *j = NULL;
 	if (c != NULL && c->jobs == NULL) {
 		struct job *r = atomic_exchange_explicit(&c->returned, NULL, memory_order_acquire);
+		atomic_store_explicit(&c->nreturned, 0, memory_order_relaxed);
 		while (r != NULL) {
 			struct job *next = r->hnext;
 			if (c->njobs < FREE_KEEP) {
@@ -120,7 +122,12 @@ static void job_put(struct job *j)
 		} else {
 			free(j);
 		}
+	} else if (atomic_load_explicit(&c->nreturned, memory_order_relaxed) >= FREE_KEEP) {
+		/* the owner has not taken back what it was given: after a flood
+		 * of misses, the surplus goes back to malloc, not to a list */
+		free(j);
 	} else {
+		atomic_fetch_add_explicit(&c->nreturned, 1, memory_order_relaxed);
 		struct job *head = atomic_load_explicit(&c->returned, memory_order_relaxed);
 		do {
 			j->hnext = head;
@@ -157,6 +164,16 @@ void inflight_waiter_free(struct inflight *t, struct waiter *w)
 	} else {
 		free(w);
 	}
+}
+
+size_t inflight_pooled(struct inflight *t)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&t->caches_lock);
+	for (struct job_cache *c = t->caches; c; c = c->next)
+		n += atomic_load_explicit(&c->nreturned, memory_order_relaxed);
+	pthread_mutex_unlock(&t->caches_lock);
+	return n;
 }
 
 static void cache_free_all(struct job_cache *c)

@@ -37,6 +37,9 @@ struct waiter *inflight_waiter_new(struct inflight *t);
 /** Return an answered waiter to the calling thread's free list, with its reference to the result. */
 void inflight_waiter_free(struct inflight *t, struct waiter *w);
 
+/** Jobs ended by other threads waiting for their owners to take them back (bounded; for tests). */
+size_t inflight_pooled(struct inflight *t);
+
 /**
  * Join the in-flight resolution for key, or start one. Thread-safe.
  * On 1 the caller owns the new *job (key, hash, table, start time and the

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
 
 #include <arpa/inet.h>
 #include <ldns/ldns.h>
@@ -98,6 +99,56 @@ static void env_free(struct env *e)
 	snapshot_slot_deinit(&e->slot);
 	assert_int_equal(fixture_store_free(e->fs), 0);
 	free(e);
+}
+
+/* ---- job free lists ---- */
+
+struct ender {
+	struct job **jobs;
+	int n;
+};
+
+static void *end_jobs(void *arg)
+{
+	struct ender *en = arg;
+	for (int i = 0; i < en->n; i++)
+		inflight_fail(en->jobs[i], WIRE_RCODE_SERVFAIL, NULL, false);
+	return NULL;
+}
+
+/* A flood's jobs, ended by a pool thread, do not all stay on their owner's free list. */
+static void test_free_list_bound(void **state)
+{
+	struct env *e = *state;
+	enum { N = 3000 };
+	struct job **jobs = calloc(N, sizeof(*jobs));
+	assert_non_null(jobs);
+	for (int i = 0; i < N; i++) {
+		uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
+		char text[64];
+		snprintf(text, sizeof(text), "flood%d.example.", i);
+		int nl = wire_name_from_text(text, name, sizeof(name));
+		assert_true(nl > 0);
+		size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
+		assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &jobs[i]), 1);
+	}
+	struct ender en = { jobs, N };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, end_jobs, &en), 0);
+	pthread_join(th, NULL);
+	size_t kept = inflight_pooled(e->inflight);
+	if (kept > 300)
+		fail_msg("%zu of %d jobs ended by another thread kept for their owner", kept, N);
+	assert_true(kept > 0); /* some are recycled */
+	/* and they are handed out again */
+	struct job *j;
+	uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
+	int nl = wire_name_from_text("again.example.", name, sizeof(name));
+	size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
+	assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &j), 1);
+	assert_int_equal(inflight_pooled(e->inflight), 0);
+	inflight_fail(j, WIRE_RCODE_SERVFAIL, NULL, false);
+	free(jobs);
 }
 
 static int setup(void **state)
@@ -665,6 +716,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_off),
 		cmocka_unit_test_setup_teardown(test_serve_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_stale_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_list_bound, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
