@@ -127,34 +127,7 @@ set +e   # failures are checked explicitly below
 
 # ---------------------------------------------------------------- helpers
 
-CLK_TCK=$(getconf CLK_TCK)
-if [ -r /proc/self/schedstat ]; then CPU_SRC=schedstat; else CPU_SRC=stat; fi
-# wait_ns PID: time all of PID's threads spent runnable but waiting for a
-# CPU (schedstat's second field), in ns; 0 without schedstat.
-wait_ns() {
-  [ "$CPU_SRC" = schedstat ] || { echo 0; return; }
-  local f s=0 a b
-  for f in /proc/"$1"/task/*/schedstat; do
-    read -r a b _ < "$f" 2>/dev/null && s=$((s + b))
-  done
-  echo "$s"
-}
-# cpu_ns PID: CPU time of all of PID's threads, in ns.
-cpu_ns() {
-  if [ "$CPU_SRC" = schedstat ]; then
-    local f s=0 a
-    for f in /proc/"$1"/task/*/schedstat; do
-      read -r a _ < "$f" 2>/dev/null && s=$((s + a))
-    done
-    echo "$s"
-  else
-    local st
-    st=$(cat /proc/"$1"/stat) || { echo 0; return; }
-    st=${st##*) }
-    set -- $st
-    echo $(( (${12} + ${13}) * 1000000000 / CLK_TCK ))
-  fi
-}
+. "$BENCH_SRC/bench/lib.sh"
 
 # pin_to CPUS PID...: every thread of each PID onto CPUS (a taskset list).
 pin_to() {
@@ -178,26 +151,6 @@ client() {
   if [ "$PINNED" = 1 ]; then taskset -c "$CLIENT_CPU" "$@"; else "$@"; fi
 }
 
-dp_field() {
-  case $2 in
-    sent)      printf '%s\n' "$1" | awk '/Queries sent:/ {print $3; exit}' ;;
-    completed) printf '%s\n' "$1" | awk '/Queries completed:/ {print $3; exit}' ;;
-    lost)      printf '%s\n' "$1" | awk '/Queries lost:/ {print $3; exit}' ;;
-    qps)       printf '%s\n' "$1" | awk '/Queries per second:/ {print $4; exit}' ;;
-    codes)     printf '%s\n' "$1" | sed -n 's/^ *Response codes: *//p' ;;
-    servfail)  printf '%s\n' "$1" | sed -n 's/^ *Response codes: *//p' |
-                 awk '{ for (i = 1; i < NF; i++) if ($i == "SERVFAIL") s = $(i + 1) } END {print s + 0}' ;;
-    eof)       printf '%s\n' "$1" | grep -c 'Testing complete (end of file)' ;;
-  esac
-}
-
-median() { printf '%s\n' "$@" | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {
-  if (NR == 0) { print "nan"; exit }
-  if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-minimum() { printf '%s\n' "$@" | grep -v '^$' | sort -g | head -n 1; }
-maximum() { printf '%s\n' "$@" | grep -v '^$' | sort -g | tail -n 1; }
-fmt() { awk -v x="$1" -v f="$2" 'BEGIN {if (x == "nan" || x == "") print "–"; else printf f, x}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0 || a == "" || b == "" || a == "nan" || b == "nan") print "nan"; else printf "%.3f", a / b}'; }
 
 # gen_mix FILE N TAG: N queries, MISS_PCT % unique TAG-i.mix names, the rest hot c-names.
 gen_mix() {

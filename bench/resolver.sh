@@ -85,26 +85,7 @@ set +e   # failures are checked explicitly below
 
 # ---------------------------------------------------------------- helpers
 
-# cpu_ns PID: CPU time of all of PID's threads, in ns (schedstat: exact);
-# falls back to utime+stime of /proc/PID/stat (clock ticks) without schedstat.
-CLK_TCK=$(getconf CLK_TCK)
-if [ -r /proc/self/schedstat ]; then CPU_SRC=schedstat; else CPU_SRC=stat; fi
-cpu_ns() {
-  if [ "$CPU_SRC" = schedstat ]; then
-    local f s=0 a
-    for f in /proc/"$1"/task/*/schedstat; do
-      read -r a _ < "$f" 2>/dev/null && s=$((s + a))
-    done
-    echo "$s"
-  else
-    # fields 14, 15 after the parenthesised comm (which may contain spaces)
-    local st
-    st=$(cat /proc/"$1"/stat) || { echo 0; return; }
-    st=${st##*) }
-    set -- $st
-    echo $(( (${12} + ${13}) * 1000000000 / CLK_TCK ))
-  fi
-}
+. "$BENCH_SRC/bench/lib.sh"
 
 # pin PID: move every thread of PID to the server CPU.
 pin() {
@@ -117,25 +98,6 @@ client() {
   if [ "$PIN" = 1 ]; then taskset -c "$CLIENT_CPU" "$@"; else "$@"; fi
 }
 
-# dp_field OUT NAME: one number from dnsperf's statistics.
-dp_field() {
-  case $2 in
-    completed) printf '%s\n' "$1" | awk '/Queries completed:/ {print $3; exit}' ;;
-    lost)      printf '%s\n' "$1" | awk '/Queries lost:/ {print $3; exit}' ;;
-    qps)       printf '%s\n' "$1" | awk '/Queries per second:/ {print $4; exit}' ;;
-    codes)     printf '%s\n' "$1" | sed -n 's/^ *Response codes: *//p' ;;
-    sizes)     printf '%s\n' "$1" | sed -n 's/^ *Average packet size: *//p' ;;
-  esac
-}
-
-# stats helpers: medians and spreads of a list of numbers (one per argument).
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
-  if (NR == 0) { print "nan"; exit }
-  if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-minimum() { printf '%s\n' "$@" | sort -g | head -n 1; }
-maximum() { printf '%s\n' "$@" | sort -g | tail -n 1; }
-fmt() { awk -v x="$1" -v f="$2" 'BEGIN {printf f, x}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "nan"; else printf "%.3f", a / b}'; }
 
 # ---------------------------------------------------------------- set-up
 
