@@ -100,10 +100,26 @@ static void as_response(const uint8_t *data, size_t size)
 	size_t blob_len;
 	uint32_t ttl;
 	struct wire_limits lim = {.min_ttl = 5, .max_ttl = 3600, .max_negative_ttl = 900};
-	int rc = wire_answer_prepare(data, size, &lim, &blob, &blob_len, &ttl);
+	struct wire_chain chain;
+	int rc = wire_answer_prepare_chain(data, size, &lim, &blob, &blob_len, &ttl, &chain);
 	CHECK(rc == 0 || rc == WIRE_E_FORMERR);
 	if (rc != 0)
 		return;
+	/* every hop of the chain reads back as a valid lower-case name; none past it */
+	CHECK(chain.hops <= WIRE_CNAME_MAX);
+	for (unsigned i = 0; i < chain.hops; i++) {
+		uint8_t hop[WIRE_MAX_NAME];
+		size_t hop_len = 0;
+		CHECK(wire_chain_target(data, size, &chain, i, hop, &hop_len) == 0);
+		CHECK(hop_len >= 1 && hop_len <= WIRE_MAX_NAME && hop[hop_len - 1] == 0);
+		for (size_t k = 0; k < hop_len; k++)
+			CHECK(!(hop[k] >= 'A' && hop[k] <= 'Z'));
+	}
+	{
+		uint8_t hop[WIRE_MAX_NAME];
+		size_t hop_len;
+		CHECK(wire_chain_target(data, size, &chain, chain.hops, hop, &hop_len) == WIRE_E_FORMERR);
+	}
 	CHECK(ttl <= 3600);
 	struct wire_blob_info info;
 	CHECK(wire_blob_info(blob, blob_len, &info) == 0);
