@@ -54,3 +54,45 @@ minimum() { printf '%s\n' "$@" | grep -v '^$' | sort -g | head -n 1; }
 maximum() { printf '%s\n' "$@" | grep -v '^$' | sort -g | tail -n 1; }
 fmt() { awk -v x="$1" -v f="$2" 'BEGIN {if (x == "nan" || x == "") print "–"; else printf f, x}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0 || a == "" || b == "" || a == "nan" || b == "nan") print "nan"; else printf "%.3f", a / b}'; }
+
+# bench_unbound_conf FILE THREADS [LINE...]: the reference Unbound's config
+# (the caller sets UB_DIR, UB_ADDR, PD_PORT and the harness's IT_TMP):
+# iterator only, the harness's root hints, partdns' receive buffer; each LINE
+# is added to the server: clause.
+bench_unbound_conf() {
+  local f=$1 n=$2 l
+  shift 2
+  {
+    cat <<EOF
+server:
+  do-daemonize: no
+  chroot: ""
+  username: ""
+  directory: "$UB_DIR"
+  pidfile: "$UB_DIR/unbound.pid"
+  logfile: "$UB_DIR/unbound.log"
+  use-syslog: no
+  verbosity: 0
+  interface: $UB_ADDR@$PD_PORT
+  port: $PD_PORT
+  num-threads: $n
+  do-ip6: no
+  do-not-query-localhost: no
+  local-zone: "test." transparent
+  root-hints: "$IT_TMP/root.hints"
+  access-control: 127.0.0.0/8 allow
+  # partdns runs without a trust anchor: no validator here either
+  module-config: "iterator"
+  qname-minimisation: no
+  # partdns asks for a 4 MiB receive buffer on its UDP listeners: the same here
+  so-rcvbuf: 4m
+EOF
+    for l in "$@"; do printf '  %s\n' "$l"; done
+    cat <<EOF
+remote-control:
+  control-enable: yes
+  control-use-cert: no
+  control-interface: "$UB_DIR/unbound.ctl"
+EOF
+  } > "$f"
+}

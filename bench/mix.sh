@@ -213,39 +213,11 @@ mkdir -p "$UB_DIR"
 ub_conf() {
   local n=1
   [ "$1" = 1 ] || n=$NCPU
-  cat > "$2" <<EOF
-server:
-  do-daemonize: no
-  chroot: ""
-  username: ""
-  directory: "$UB_DIR"
-  pidfile: "$UB_DIR/unbound.pid"
-  logfile: "$UB_DIR/unbound.log"
-  use-syslog: no
-  verbosity: 0
-  interface: $UB_ADDR@$PD_PORT
-  port: $PD_PORT
-  num-threads: $n
-  so-reuseport: yes
-  do-ip6: no
-  do-not-query-localhost: no
-  local-zone: "test." transparent
-  root-hints: "$IT_TMP/root.hints"
-  access-control: 127.0.0.0/8 allow
-  # partdns runs without a trust anchor: no validator here either
-  module-config: "iterator"
-  qname-minimisation: no
-  # partdns asks for a 4 MiB receive buffer on its UDP listeners: the same here
-  so-rcvbuf: 4m
-  # what partdns sets on its libunbound context (resolver.zone_qps 0 = ratelimit 0)
-  outgoing-range: 8192
-  ratelimit: 0
-$(printf '%s' "$UB_OPTS" | tr ';' '\n' | sed -n 's/^ *\(..*\)$/  \1/p')
-remote-control:
-  control-enable: yes
-  control-use-cert: no
-  control-interface: "$UB_DIR/unbound.ctl"
-EOF
+  local extra=()
+  mapfile -t extra < <(printf '%s' "$UB_OPTS" | tr ';' '\n' | sed -n 's/^ *\(..*\)$/\1/p')
+  bench_unbound_conf "$2" "$n" "so-reuseport: yes" \
+    "# what partdns sets on its libunbound context (resolver.zone_qps 0 = ratelimit 0)" \
+    "outgoing-range: 8192" "ratelimit: 0" "${extra[@]}"
 }
 
 pd_stat() { "$PARTDNSCTL_BIN" -c "$PD_CONF" stats 2>/dev/null | awk -v k="$1" '$1 == k {print $2}'; }

@@ -154,34 +154,7 @@ pin "$PD_PID"
 UB_ADDR=$NET.54
 UB_DIR=$IT_TMP/unbound-ref
 mkdir -p "$UB_DIR"
-cat > "$UB_DIR/unbound.conf" <<EOF
-server:
-  do-daemonize: no
-  chroot: ""
-  username: ""
-  directory: "$UB_DIR"
-  pidfile: "$UB_DIR/unbound.pid"
-  logfile: "$UB_DIR/unbound.log"
-  use-syslog: no
-  verbosity: 0
-  interface: $UB_ADDR@$PD_PORT
-  port: $PD_PORT
-  num-threads: 1
-  do-ip6: no
-  do-not-query-localhost: no
-  local-zone: "test." transparent
-  root-hints: "$IT_TMP/root.hints"
-  access-control: 127.0.0.0/8 allow
-  # partdns runs without a trust anchor: no validator here either
-  module-config: "iterator"
-  qname-minimisation: no
-  # partdns asks for a 4 MiB receive buffer on its UDP listeners: the same here
-  so-rcvbuf: 4m
-remote-control:
-  control-enable: yes
-  control-use-cert: no
-  control-interface: "$UB_DIR/unbound.ctl"
-EOF
+bench_unbound_conf "$UB_DIR/unbound.conf" 1
 unbound -d -c "$UB_DIR/unbound.conf" > "$UB_DIR/stdout.log" 2>&1 &
 UB_PID=$!
 IT_PIDS[bench-unbound]=$UB_PID
