@@ -1101,6 +1101,7 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 		t->health = calloc(HEALTH_SLOTS, sizeof(*t->health));
 		t->rates = calloc(RATE_SLOTS, sizeof(*t->rates));
 		t->zone_qps = (double)c->edns.zone_qps / p->nthreads;
+		/* zone cuts and addresses only; never the trust-anchor file's owner */
 		t->ctx = ubctx_new(c, NULL, &(struct ubctx_share){ .idx = 1, .of = 1 });
 		if (t->zcache == NULL || t->health == NULL || t->rates == NULL || t->ctx == NULL ||
 		    mq_init(&t->jobs) != 0)

@@ -89,33 +89,31 @@ struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const st
 	 * until they time out; with libunbound's default range a flood of
 	 * random names under one dead zone took every socket and healthy names
 	 * waited seconds for one (bench/RESULTS.md "Dead authorities").
-	 * ratelimit bounds what one zone may take at all.
+	 * ratelimit bounds what one zone may take at all. A pool's contexts
+	 * share both: names are spread over them by hash, and so are a flood's
+	 * random names under one zone.
 	 */
-	/*
-	 * Without a trust anchor there is nothing to validate: drop the
-	 * validator module (libunbound's default is "validator iterator"), a
-	 * few thousand instructions per miss. Any trust-anchor or module
-	 * option of the operator's keeps libunbound's default.
-	 */
-	bool anchors = c->resolver.trust_anchor && c->resolver.trust_anchor[0];
-	for (size_t i = 0; i < c->resolver.noptions && !anchors; i++) {
-		const char *n = c->resolver.options[i].name;
-		anchors = strstr(n, "trust") != NULL || option_is(n, "module-config");
-	}
-	if (!anchors && (rc = ub_ctx_set_option(ctx, "module-config:", "iterator")) != 0) {
-		log_err("libunbound option module-config iterator: %s", ub_strerror(rc));
-		goto fail;
-	}
 	char qps[16], range[16];
-	/* a pool's share: names are spread over its contexts by hash, and so
-	 * are a flood's random names under one zone */
 	unsigned n = share->of ? share->of : 1;
 	unsigned zq = c->resolver.zone_qps ? (c->resolver.zone_qps + n - 1) / n : 0;
 	unsigned out = UBCTX_OUTGOING_RANGE / n > UBCTX_OUTGOING_MIN ? UBCTX_OUTGOING_RANGE / n : UBCTX_OUTGOING_MIN;
 	snprintf(qps, sizeof(qps), "%u", zq);
 	snprintf(range, sizeof(range), "%u", out);
-	const char *defaults[][2] = { { "outgoing-range:", range }, { "ratelimit:", qps } };
+	/*
+	 * Without a trust anchor there is nothing to validate: the iterator
+	 * alone (libunbound's default is "validator iterator"), a few thousand
+	 * instructions less per miss. Trust-anchor options of the operator's
+	 * keep the validator.
+	 */
+	bool anchors = c->resolver.trust_anchor && c->resolver.trust_anchor[0];
+	for (size_t i = 0; i < c->resolver.noptions && !anchors; i++)
+		anchors = strstr(c->resolver.options[i].name, "trust") != NULL;
+	const char *defaults[][2] = { { "outgoing-range:", range },
+	                              { "ratelimit:", qps },
+	                              { "module-config:", anchors ? NULL : "iterator" } };
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+		if (defaults[i][1] == NULL)
+			continue;
 		rc = ub_ctx_set_option(ctx, defaults[i][0], defaults[i][1]);
 		if (rc != 0) {
 			log_err("libunbound option %s %s: %s", defaults[i][0], defaults[i][1], ub_strerror(rc));

@@ -2,8 +2,6 @@
 /* This file is private to resolver/. A libunbound context configured from the resolver.* keys. */
 #pragma once
 
-#include <stdbool.h>
-
 #include "conf/conf.h"
 
 struct ub_ctx;
