@@ -76,6 +76,18 @@ static struct job_cache *thread_cache(struct inflight *t)
 	return c;
 }
 
+/* Onto the owner's own list (owner thread only), or back to malloc when it is full. */
+static void jobs_keep(struct job_cache *c, struct job *j)
+{
+	if (c->njobs < FREE_KEEP) {
+		j->hnext = c->jobs;
+		c->jobs = j;
+		c->njobs++;
+	} else {
+		free(j);
+	}
+}
+
 static struct job *job_get(struct inflight *t)
 {
 	struct job_cache *c = thread_cache(t);
@@ -85,13 +97,7 @@ static struct job *job_get(struct inflight *t)
 		atomic_store_explicit(&c->nreturned, 0, memory_order_relaxed);
 		while (r != NULL) {
 			struct job *next = r->hnext;
-			if (c->njobs < FREE_KEEP) {
-				r->hnext = c->jobs;
-				c->jobs = r;
-				c->njobs++;
-			} else {
-				free(r);
-			}
+			jobs_keep(c, r);
 			r = next;
 		}
 	}
@@ -115,13 +121,7 @@ static void job_put(struct job *j)
 	if (c == NULL) {
 		free(j);
 	} else if (c == tl_cache && tl_table == j->table->id) {
-		if (c->njobs < FREE_KEEP) {
-			j->hnext = c->jobs;
-			c->jobs = j;
-			c->njobs++;
-		} else {
-			free(j);
-		}
+		jobs_keep(c, j);
 	} else if (atomic_load_explicit(&c->nreturned, memory_order_relaxed) >= FREE_KEEP) {
 		/* the owner has not taken back what it was given: after a flood
 		 * of misses, the surplus goes back to malloc, not to a list */
