@@ -27,9 +27,10 @@
 #            pinned, so dnsperf and knotd share the CPUs with the server;
 #   * both servers get the same root hints.  partdns: the load generator in
 #     server.client_exempt (one source address, far over client_qps), and
-#     resolver.zone_qps 0: every unique name is in one zone, and libunbound's
-#     per-zone upstream ratelimit (1000 qps by default) would answer most of
-#     them SERVFAIL at once instead of resolving them.  Unbound: iterator only,
+#     resolver.zone_qps 0 and resolver.zone_inflight 0: every unique name is
+#     in one zone, and libunbound's per-zone upstream ratelimit (1000 qps by
+#     default) and the per-parent in-flight share (200 per thread) would answer
+#     part of them SERVFAIL at once at saturation instead of resolving them.  Unbound: iterator only,
 #     so-rcvbuf 4m as in bench/resolver.sh, outgoing-range 8192 (what partdns
 #     gives its libunbound), ratelimit 0 (its default, said explicitly),
 #     so-reuseport yes, default cache sizes (4 MB: under the churn of unique
@@ -194,13 +195,13 @@ pd_conf() {
   [ "$1" = 1 ] || n=$NCPU
   PD_THREADS=$n pd_write_conf "$2"
   sed -i 's|^  allow: \(.*\)|  allow: \1\n  client_exempt: [ 127.0.0.0/8 ]|' "$2"
-  sed -i "s/^resolver:\$/resolver:\n  threads: $n\n  zone_qps: 0/" "$2"
+  sed -i "s/^resolver:\$/resolver:\n  threads: $n\n  zone_qps: 0\n  zone_inflight: 0/" "$2"
   if grep -q '^  threads:' <(sed -n '/^edns:/,/^[a-z]/p' "$2"); then
     sed -i '/^edns:/,/^[a-z]/s/^  threads:.*/  threads: 1/' "$2"
   else
     sed -i 's/^edns:$/edns:\n  threads: 1/' "$2"
   fi
-  grep -q client_exempt "$2" && grep -q '^  zone_qps: 0' "$2" && grep -q "^  threads: $n" <(sed -n '/^resolver:/,/^[a-z]/p' "$2") ||
+  grep -q client_exempt "$2" && grep -q '^  zone_qps: 0' "$2" && grep -q '^  zone_inflight: 0' "$2" && grep -q "^  threads: $n" <(sed -n '/^resolver:/,/^[a-z]/p' "$2") ||
     bdie "could not write the partdns config $2"
   "$PARTDNS_BIN" -t -c "$2" >/dev/null 2>&1 ||
     bdie "partdns -t rejects $2: $("$PARTDNS_BIN" -t -c "$2" 2>&1 | head -n 5)"

@@ -136,8 +136,9 @@ sed -i 's/^edns:$/edns:\n  zone_qps: 0/' "$IT_TMP/partdns.yaml"
 grep -q 'zone_qps: 0' "$IT_TMP/partdns.yaml" || bdie "could not lift edns.zone_qps"
 # The same for the normal pool's warm-up of 1000 names of one zone: libunbound's
 # per-zone ratelimit (resolver.zone_qps, split over the resolver.threads
-# contexts) would answer part of the burst SERVFAIL.
-sed -i 's/^resolver:$/resolver:\n  zone_qps: 0/' "$IT_TMP/partdns.yaml"
+# contexts) and the per-parent in-flight share (resolver.zone_inflight) would
+# answer part of the burst SERVFAIL.
+sed -i 's/^resolver:$/resolver:\n  zone_qps: 0\n  zone_inflight: 0/' "$IT_TMP/partdns.yaml"
 [ "$(grep -c 'zone_qps: 0' "$IT_TMP/partdns.yaml")" -eq 2 ] || bdie "could not lift resolver.zone_qps"
 if grep -q '^  threads:' <(sed -n '/^edns:/,/^[a-z]/p' "$IT_TMP/partdns.yaml"); then
   sed -i '/^edns:/,/^[a-z]/s/^  threads:.*/  threads: 1/' "$IT_TMP/partdns.yaml"

@@ -100,6 +100,7 @@ struct conf {
 		size_t noptions;
 		struct conf_option *options;
 		unsigned zone_qps;  /* upstream queries per second per zone (libunbound ratelimit); 0 = off */
+		unsigned zone_inflight; /* lookups in flight per parent domain, per resolver thread; 0 = off */
 	} resolver;
 
 	struct {

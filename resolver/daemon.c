@@ -347,7 +347,8 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
 	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
 	    old->resolver.nforward_zones != neu->resolver.nforward_zones ||
-	    old->resolver.noptions != neu->resolver.noptions)
+	    old->resolver.noptions != neu->resolver.noptions || old->resolver.threads != neu->resolver.threads ||
+	    old->resolver.zone_qps != neu->resolver.zone_qps || old->resolver.zone_inflight != neu->resolver.zone_inflight)
 		what[n++] = "resolver.* (libunbound)";
 	for (int i = 0; i < n; i++) {
 		log_warn("reload: %s changed; it takes effect at the next restart", what[i]);

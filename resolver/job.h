@@ -106,11 +106,6 @@ struct job {
 	struct wire_limits lim;
 	uint64_t start_ns;
 	struct waiter *waiters;   /* protected by the in-flight shard lock */
-	/* the normal pool's, while libunbound works on the job */
-	struct job *pprev, *pnext; /* its thread's list, oldest at the tail */
-	void *pool_arg;            /* that thread */
-	uint64_t pool_start_ns;
-	int ub_id;
 	/* buffers: not zeroed on reuse */
 	uint8_t key[ROUTE_KEY_MAX];
 	uint8_t start[WIRE_MAX_NAME];

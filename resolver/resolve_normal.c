@@ -38,6 +38,24 @@
 #define NORMAL_DEADLINE_NS (4ull * 1000000000ull)
 /* how often a thread fails the jobs past their deadline */
 #define NORMAL_TICK_US 100000
+/* counters of lookups in flight per parent domain, by keyed hash */
+#define NORMAL_ZONE_SLOTS 65536u
+/* spare tickets a thread keeps for reuse */
+#define NORMAL_TICKETS_KEEP 1024u
+
+/*
+ * One lookup libunbound works on. ub_cancel only silences the callback:
+ * libunbound goes on until it gives up on its own, so a ticket outlives a
+ * job the deadline failed, and that work counts against its parent
+ * domain's share (resolver.zone_inflight) until libunbound calls back.
+ */
+struct ticket {
+	struct ticket *prev, *next; /* the thread's pending or orphans list; the free list */
+	struct job *job;            /* NULL once the deadline failed it (an orphan) */
+	struct nthread *t;
+	uint64_t start_ns;
+	uint16_t slot;              /* its parent domain's counter */
+};
 
 struct nthread {
 	struct resolve_normal *pool;
@@ -48,15 +66,23 @@ struct nthread {
 	struct event *jobs_ev, *stop_ev, *tick_ev;
 	pthread_t thread;
 	bool started;
-	struct job head;   /* sentinel of the jobs libunbound works on, oldest at the tail */
+	struct ticket pending;  /* sentinel: lookups with a job, oldest at the tail */
+	struct ticket orphans;  /* sentinel: lookups whose job the deadline failed */
+	struct ticket *spare;   /* free list */
+	unsigned nspare;
+	unsigned spare_low;     /* its shortest since the last trim */
+	unsigned ticks;
+	uint16_t *zone_count;   /* NORMAL_ZONE_SLOTS lookups in flight per parent domain */
 	struct counters ctr;
 	uint8_t answer[65535]; /* libunbound's packet is read-only: the AD bit is set on a copy */
 };
 
 struct resolve_normal {
 	unsigned nthreads;
+	unsigned zone_cap;         /* resolver.zone_inflight; 0 = no limit */
 	int stop_fd;
-	struct hash_key shard_key; /* query names are client-chosen: a keyed hash */
+	struct hash_key shard_key; /* query names are client-chosen: keyed hashes */
+	struct hash_key zone_key;
 	atomic_uint inflight;
 	struct nthread *threads;
 };
@@ -83,26 +109,95 @@ int resolve_normal_submit(struct resolve_normal *p, struct job *job)
 	return 0;
 }
 
-static void pending_link(struct nthread *t, struct job *job)
+static void list_init(struct ticket *head)
 {
-	job->pnext = t->head.pnext;
-	job->pprev = &t->head;
-	t->head.pnext->pprev = job;
-	t->head.pnext = job;
+	head->next = head->prev = head;
 }
 
-static void pending_unlink(struct job *job)
+static bool list_empty(const struct ticket *head)
 {
-	job->pprev->pnext = job->pnext;
-	job->pnext->pprev = job->pprev;
+	return head->next == head;
+}
+
+/* at the head: the tail is the oldest */
+static void list_push(struct ticket *head, struct ticket *tk)
+{
+	tk->next = head->next;
+	tk->prev = head;
+	head->next->prev = tk;
+	head->next = tk;
+}
+
+static void list_unlink(struct ticket *tk)
+{
+	tk->prev->next = tk->next;
+	tk->next->prev = tk->prev;
+}
+
+static struct ticket *ticket_get(struct nthread *t)
+{
+	struct ticket *tk = t->spare;
+	if (tk != NULL) {
+		t->spare = tk->next;
+		t->nspare--;
+		if (t->nspare < t->spare_low)
+			t->spare_low = t->nspare;
+		return tk;
+	}
+	return malloc(sizeof(*tk));
+}
+
+/* The lookup is over: its parent domain's share is free again. */
+static void ticket_put(struct nthread *t, struct ticket *tk)
+{
+	list_unlink(tk);
+	t->zone_count[tk->slot]--;
+	if (t->nspare >= NORMAL_TICKETS_KEEP) {
+		free(tk);
+		return;
+	}
+	tk->next = t->spare;
+	t->spare = tk;
+	t->nspare++;
+}
+
+/* Free the spare tickets no lookup needed since the last trim (a flood's leftovers). */
+static void tickets_trim(struct nthread *t)
+{
+	for (; t->spare_low > 0 && t->spare != NULL; t->spare_low--, t->nspare--) {
+		struct ticket *next = t->spare->next;
+		free(t->spare);
+		t->spare = next;
+	}
+	t->spare_low = t->nspare;
+}
+
+/*
+ * The parent domain's counter: the name without its first label, so the
+ * random first labels of a flood all meet in one place (a name of one
+ * label counts under the root). Slots are shared by hash: a collision with
+ * a flooded domain is one in NORMAL_ZONE_SLOTS, and the key is secret.
+ */
+static uint16_t zone_slot(const struct resolve_normal *p, const struct job *job)
+{
+	const uint8_t *parent = job->qname;
+	size_t len = job->qname_len;
+	if (len > 1u + parent[0]) {
+		len -= 1u + parent[0];
+		parent += 1u + parent[0];
+	}
+	return (uint16_t)(hash_bytes(&p->zone_key, parent, len) % NORMAL_ZONE_SLOTS);
 }
 
 /* libunbound's answer (rcode != 0: failed; sec 1 bogus, 2 secure). */
 static void resolved(void *arg, int rcode, void *packet, int len, int sec, char *why_bogus, int ratelimited)
 {
-	struct job *job = arg;
-	struct nthread *t = job->pool_arg;
-	pending_unlink(job);
+	struct ticket *tk = arg;
+	struct nthread *t = tk->t;
+	struct job *job = tk->job;
+	ticket_put(t, tk);
+	if (job == NULL)
+		return; /* the deadline answered its clients */
 	atomic_fetch_sub(&t->pool->inflight, 1);
 	/* libunbound says why only for DNSSEC: other failures are just failures */
 	static const struct wire_ede failed = { WIRE_EDE_OTHER, "resolution failed" };
@@ -127,25 +222,43 @@ static void resolved(void *arg, int rcode, void *packet, int len, int sec, char 
 	}
 }
 
+/* Fail a job that never reached libunbound (no failure is remembered: nothing was tried). */
+static void refuse_job(struct nthread *t, struct job *job, const struct wire_ede *ede)
+{
+	atomic_fetch_sub(&t->pool->inflight, 1);
+	inflight_fail(job, WIRE_RCODE_SERVFAIL, ede, false);
+}
+
 static void start_job(struct nthread *t, struct job *job)
 {
+	static const struct wire_ede crowded = { WIRE_EDE_OTHER, "zone over resolver.zone_inflight" };
 	char name[1024];
 	if (wire_name_to_text(job->qname, job->qname_len, name, sizeof(name)) < 0) {
-		atomic_fetch_sub(&t->pool->inflight, 1);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
+		refuse_job(t, job, NULL);
 		return;
 	}
-	job->pool_arg = t;
-	job->pool_start_ns = clock_ns();
-	pending_link(t, job);
+	uint16_t slot = zone_slot(t->pool, job);
+	if (t->pool->zone_cap != 0 && t->zone_count[slot] >= t->pool->zone_cap) {
+		counter_inc(&t->ctr.zone_limited);
+		refuse_job(t, job, &crowded);
+		return;
+	}
+	struct ticket *tk = ticket_get(t);
+	if (tk == NULL) {
+		refuse_job(t, job, NULL);
+		return;
+	}
+	*tk = (struct ticket){ .job = job, .t = t, .start_ns = clock_ns(), .slot = slot };
+	list_push(&t->pending, tk);
+	t->zone_count[slot]++;
 	counter_inc(&t->ctr.ub_lookups);
 	/* may call resolved() before it returns (local data) */
-	int rc = ub_resolve_event(t->ctx, name, job->qtype, job->qclass, job, resolved, &job->ub_id);
+	int id;
+	int rc = ub_resolve_event(t->ctx, name, job->qtype, job->qclass, tk, resolved, &id);
 	if (rc != 0) {
 		log_warn("libunbound cannot take %s: %s", name, ub_strerror(rc));
-		pending_unlink(job);
-		atomic_fetch_sub(&t->pool->inflight, 1);
-		inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
+		ticket_put(t, tk);
+		refuse_job(t, job, NULL);
 	}
 }
 
@@ -164,8 +277,9 @@ static void on_jobs(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Fail what has waited past the deadline; the oldest are at the tail.
- * ub_cancel only stops the callback: libunbound finishes the work behind
- * it, bounded by its own limits (ubctx.c: ratelimit, outgoing-range).
+ * The lookup stays with libunbound (an orphan ticket) until it gives up,
+ * bounded by its own limits (ubctx.c: ratelimit, outgoing-range) and by
+ * resolver.zone_inflight here.
  */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -173,12 +287,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	struct nthread *t = arg;
 	uint64_t now = clock_ns();
-	while (t->head.pprev != &t->head) {
-		struct job *job = t->head.pprev;
-		if (now - job->pool_start_ns < NORMAL_DEADLINE_NS)
+	if (++t->ticks % 10 == 0)
+		tickets_trim(t);
+	while (!list_empty(&t->pending)) {
+		struct ticket *tk = t->pending.prev;
+		if (now - tk->start_ns < NORMAL_DEADLINE_NS)
 			break;
-		ub_cancel(t->ctx, job->ub_id);
-		pending_unlink(job);
+		struct job *job = tk->job;
+		tk->job = NULL;
+		list_unlink(tk);
+		list_push(&t->orphans, tk);
 		atomic_fetch_sub(&t->pool->inflight, 1);
 		static const struct wire_ede slow = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "resolution timed out" };
 		counter_inc(&t->ctr.upstream_timeouts);
@@ -197,8 +315,10 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 static int thread_init(struct resolve_normal *p, struct nthread *t, const struct conf *c)
 {
 	t->pool = p;
-	t->head.pnext = t->head.pprev = &t->head;
-	if (mq_init(&t->jobs) != 0)
+	list_init(&t->pending);
+	list_init(&t->orphans);
+	t->zone_count = calloc(NORMAL_ZONE_SLOTS, sizeof(*t->zone_count));
+	if (t->zone_count == NULL || mq_init(&t->jobs) != 0)
 		return -1;
 	t->base = event_base_new();
 	if (t->base == NULL)
@@ -224,7 +344,9 @@ struct resolve_normal *resolve_normal_new(const struct conf *c, int stop_fd)
 		return NULL;
 	p->stop_fd = stop_fd;
 	p->nthreads = c->resolver.threads ? c->resolver.threads : 1;
+	p->zone_cap = c->resolver.zone_inflight;
 	hash_key_random(&p->shard_key);
+	hash_key_random(&p->zone_key);
 	p->threads = calloc(p->nthreads, sizeof(*p->threads));
 	if (p->threads == NULL)
 		goto fail;
@@ -276,16 +398,25 @@ void resolve_normal_join(struct resolve_normal *p)
 
 static void thread_free(struct nthread *t)
 {
-	/* Deleting the context cancels libunbound's work; no callbacks after it. */
+	/* Deleting the context ends libunbound's work; no callbacks after it. */
 	if (t->ctx)
 		ub_ctx_delete(t->ctx);
-	if (t->head.pnext) {
-		while (t->head.pnext != &t->head) {
-			struct job *job = t->head.pnext;
-			pending_unlink(job);
+	if (t->zone_count) {
+		while (!list_empty(&t->pending)) {
+			struct ticket *tk = t->pending.next;
+			struct job *job = tk->job;
+			ticket_put(t, tk);
 			inflight_fail(job, WIRE_RCODE_SERVFAIL, NULL, false);
 		}
+		while (!list_empty(&t->orphans))
+			ticket_put(t, t->orphans.next);
 	}
+	while (t->spare) {
+		struct ticket *tk = t->spare;
+		t->spare = tk->next;
+		free(tk);
+	}
+	free(t->zone_count);
 	if (t->jobs.efd >= 0) {
 		struct mq_node *m = mq_take_all(&t->jobs);
 		while (m) {
