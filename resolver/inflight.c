@@ -41,7 +41,10 @@ struct inflight {
  * empties, all at once (so a popped node is never pushed back under a
  * concurrent pop: no ABA). Waiters are taken and freed by the same
  * listener thread. Each list keeps at most FREE_KEEP entries: what a
- * flood needed beyond that goes back to malloc.
+ * flood needed beyond that goes back to malloc. And what a list held
+ * unused for a whole trim interval goes back too (inflight_trim): the
+ * entries a flood left there are scattered over pages that glibc could
+ * otherwise give back to the system.
  */
 #define FREE_KEEP 256
 
@@ -53,6 +56,7 @@ struct job_cache {
 	unsigned njobs;
 	struct waiter *waiters;           /* free waiters, linked through next */
 	unsigned nwaiters;
+	unsigned jobs_low, waiters_low;   /* the lists' shortest since the last trim */
 };
 
 static atomic_uint_fast64_t table_ids;
@@ -105,6 +109,8 @@ static struct job *job_get(struct inflight *t)
 		j = c->jobs;
 		c->jobs = j->hnext;
 		c->njobs--;
+		if (c->njobs < c->jobs_low)
+			c->jobs_low = c->njobs;
 	} else {
 		j = malloc(sizeof(*j));
 		if (j == NULL)
@@ -144,6 +150,8 @@ struct waiter *inflight_waiter_new(struct inflight *t)
 		w = c->waiters;
 		c->waiters = w->next;
 		c->nwaiters--;
+		if (c->nwaiters < c->waiters_low)
+			c->waiters_low = c->nwaiters;
 	} else {
 		w = malloc(sizeof(*w));
 		if (w == NULL)
@@ -164,6 +172,39 @@ void inflight_waiter_free(struct inflight *t, struct waiter *w)
 	} else {
 		free(w);
 	}
+}
+
+void inflight_trim(struct inflight *t)
+{
+	struct job_cache *c = thread_cache(t);
+	if (c == NULL)
+		return;
+	/* what was returned meanwhile joins the list first: unused, it goes at the next trim */
+	struct job *r = atomic_exchange_explicit(&c->returned, NULL, memory_order_acquire);
+	atomic_store_explicit(&c->nreturned, 0, memory_order_relaxed);
+	for (; c->jobs_low > 0 && c->jobs != NULL; c->jobs_low--, c->njobs--) {
+		struct job *next = c->jobs->hnext;
+		free(c->jobs);
+		c->jobs = next;
+	}
+	for (; c->waiters_low > 0 && c->waiters != NULL; c->waiters_low--, c->nwaiters--) {
+		struct waiter *next = c->waiters->next;
+		free(c->waiters);
+		c->waiters = next;
+	}
+	while (r != NULL) {
+		struct job *next = r->hnext;
+		jobs_keep(c, r);
+		r = next;
+	}
+	c->jobs_low = c->njobs;
+	c->waiters_low = c->nwaiters;
+}
+
+size_t inflight_cached(struct inflight *t)
+{
+	struct job_cache *c = thread_cache(t);
+	return c != NULL ? c->njobs + c->nwaiters + atomic_load_explicit(&c->nreturned, memory_order_relaxed) : 0;
 }
 
 size_t inflight_pooled(struct inflight *t)

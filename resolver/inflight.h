@@ -41,6 +41,16 @@ void inflight_waiter_free(struct inflight *t, struct waiter *w);
 size_t inflight_pooled(struct inflight *t);
 
 /**
+ * Give back to malloc what the calling thread's free lists held unused
+ * since its last call: each owner calls it about once a second, so a
+ * flood's leftovers are gone two intervals after it.
+ */
+void inflight_trim(struct inflight *t);
+
+/** Jobs and waiters on the calling thread's free lists (for tests). */
+size_t inflight_cached(struct inflight *t);
+
+/**
  * Join the in-flight resolution for key, or start one. Thread-safe.
  * On 1 the caller owns the new *job (key, hash, table, start time and the
  * waiter set; snap a new reference) and must fill the rest and hand it to a

@@ -205,6 +205,7 @@ static void *worker_main(void *arg)
 		uint64_t now = clock_ns();
 		if (now - last_sweep > 1000000000ull) {
 			net_tcp_sweep(w->conns);
+			inflight_trim(w->env.inflight);
 			last_sweep = now;
 		}
 		net_tcp_end_batch(w->conns);

@@ -151,6 +151,42 @@ static void test_free_list_bound(void **state)
 	free(jobs);
 }
 
+/* What a flood left on a free list goes back to malloc once it sat unused for a whole trim interval. */
+static void test_free_list_trim(void **state)
+{
+	struct env *e = *state;
+	enum { N = 100 };
+	struct job *jobs[N];
+	for (int i = 0; i < N; i++) {
+		uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
+		char text[64];
+		snprintf(text, sizeof(text), "trim%d.example.", i);
+		int nl = wire_name_from_text(text, name, sizeof(name));
+		assert_true(nl > 0);
+		size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
+		assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &jobs[i]), 1);
+	}
+	for (int i = 0; i < N; i++)
+		inflight_fail(jobs[i], WIRE_RCODE_SERVFAIL, NULL, false); /* by their owner: onto its list */
+	size_t held = inflight_cached(e->inflight);
+	assert_true(held >= N);
+	inflight_trim(e->inflight); /* the jobs arrived in this interval: kept */
+	assert_int_equal(inflight_cached(e->inflight), held);
+	/* one is used in the next interval: the rest were never needed */
+	struct job *j;
+	uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
+	int nl = wire_name_from_text("used.example.", name, sizeof(name));
+	size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
+	assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &j), 1);
+	inflight_fail(j, WIRE_RCODE_SERVFAIL, NULL, false);
+	inflight_trim(e->inflight);
+	size_t left = inflight_cached(e->inflight);
+	if (left > 1)
+		fail_msg("%zu of %zu free-list entries kept after an interval that needed one", left, held);
+	inflight_trim(e->inflight);
+	assert_int_equal(inflight_cached(e->inflight), 0);
+}
+
 static int setup(void **state)
 {
 	*state = env_new(config);
@@ -717,6 +753,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_serve_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_stale_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_list_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_list_trim, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
