@@ -14,10 +14,13 @@
 #   B. normal hits during an EDNS-miss flood vs quiet: dnsperf on 1000 cached
 #      names for 5 s, alone and while nanjing floods fresh flagged names
 #      (random names under the flagged cdn.test) at ABUSE_EDNS_RATE (5000) qps;
-#      ABUSE_ROUNDS (3) interleaved rounds, the ratio of medians.
+#      ABUSE_ROUNDS (3) interleaved rounds, the median of per-round ratios;
+#      the reference Unbound (2 threads, ratelimit 1000) the same way, in the
+#      same rounds, with the fresh names resolved plainly.
 #   C. quiet cities while one floods: nanjing floods a flagged dead zone at
 #      ABUSE_RATE; suzhou and wuxi each ask 200 fresh flagged names at 50 qps;
 #      the share answered (NOERROR/NXDOMAIN).
+#   ABUSE_PARTS (ABC) runs only the parts named, e.g. ABUSE_PARTS=A.
 # Prints a markdown report on stdout, progress on stderr.
 set -u -o pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +31,7 @@ RATE=${ABUSE_RATE:-15000}
 AFTER=${ABUSE_AFTER:-60}
 EDNS_RATE=${ABUSE_EDNS_RATE:-5000}
 ROUNDS=${ABUSE_ROUNDS:-3}
+PARTS=${ABUSE_PARTS:-ABC}
 
 bmsg() { printf '[abuse] %s\n' "$*" >&2; }
 bdie() { printf '[abuse] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -62,6 +66,7 @@ probe() {
   echo "${rc:-TIMEOUT} $(((t1 - t0) / 1000000)) $(rss)"
 }
 
+if [[ $PARTS == *A* ]]; then
 # ---- A: dead zone on the normal path
 bmsg "A: warming with 2000 distinct names"
 names 2000 customer.example w > "$IT_TMP/warm.txt"
@@ -87,25 +92,61 @@ A_MED=$(median $(awk '{print $2}' "$IT_TMP/probesA.txt"))
 A_SENT=$(awk '/Queries completed:/ {print $3}' "$IT_TMP/floodA.txt")
 A_CODES=$(sed -n 's/^ *Response codes: *//p' "$IT_TMP/floodA.txt")
 
-# ---- B: normal hits, quiet vs during an EDNS-miss flood
-bmsg "B: hits quiet vs during an EDNS-miss flood, $ROUNDS rounds"
-names 1000 customer.example h > "$IT_TMP/hits.txt"
-dp -a 127.0.9.30 -d "$IT_TMP/hits.txt" -n 1 >/dev/null
-dp -a 127.0.9.30 -d "$IT_TMP/hits.txt" -n 1 >/dev/null
-qps() { awk '/Queries per second:/ {print $4}' <<< "$1"; }
-declare -a QUIET=() LOUD=() RATIO=()
-for ((r = 0; r < ROUNDS; r++)); do
-  q=$(qps "$(dp -a 127.0.9.30 -d "$IT_TMP/hits.txt" -l 5 -q 100)")
-  names 100000 cdn.test f > "$IT_TMP/edns.txt"
-  dp -a 127.0.1.77 -d "$IT_TMP/edns.txt" -n 1 -Q "$EDNS_RATE" -l 8 -q 5000 > "$IT_TMP/floodB.txt" &
-  FL=$!
-  sleep 1
-  l=$(qps "$(dp -a 127.0.9.30 -d "$IT_TMP/hits.txt" -l 5 -q 100)")
-  wait "$FL"
-  QUIET+=("$q"); LOUD+=("$l"); RATIO+=("$(awk -v a="$l" -v b="$q" 'BEGIN {printf "%.3f", a / b}')")
-  bmsg "B round $r: quiet $q qps, during the flood $l qps"
-done
+fi
 
+if [[ $PARTS == *B* ]]; then
+# ---- B: normal hits, quiet vs during an EDNS-miss flood; the reference
+# Unbound (2 threads, ratelimit = edns.zone_qps) under the same flood of
+# fresh names, in the same rounds, order alternating: on a 2-CPU machine the
+# flood's generator and knotd take CPU from both alike.
+. "$SRC/bench/lib.sh"
+UB_ADDR=$NET.54
+UB_DIR=$IT_TMP/unbound-ref
+mkdir -p "$UB_DIR"
+bench_unbound_conf "$UB_DIR/unbound.conf" 2 "so-reuseport: yes" "outgoing-range: 8192" "ratelimit: 1000"
+unbound -d -c "$UB_DIR/unbound.conf" >> "$UB_DIR/stdout.log" 2>&1 &
+UB_PID=$!
+IT_PIDS[bench-unbound]=$UB_PID
+it_wait_dns 30 -p "$PD_PORT" @"$UB_ADDR" localhost. A || bdie "unbound did not answer"
+bmsg "B: hits quiet vs during an EDNS-miss flood, $ROUNDS rounds, partdns and Unbound"
+names 1000 customer.example h > "$IT_TMP/hits.txt"
+for a in "$PD_ADDR" "$UB_ADDR"; do
+  for i in 1 2; do dnsperf -s "$a" -p "$PD_PORT" -a 127.0.9.30 -d "$IT_TMP/hits.txt" -n 1 >/dev/null 2>&1; done
+done
+qps() { awk '/Queries per second:/ {print $4}' <<< "$1"; }
+# b_round ADDR: quiet hit QPS, then hit QPS during the flood ("Q L")
+b_round() {
+  local q l fl
+  q=$(qps "$(dnsperf -s "$1" -p "$PD_PORT" -a 127.0.9.30 -d "$IT_TMP/hits.txt" -l 5 -q 100 2>&1)")
+  names 100000 cdn.test f > "$IT_TMP/edns.txt"
+  dnsperf -s "$1" -p "$PD_PORT" -a 127.0.1.77 -d "$IT_TMP/edns.txt" -n 1 -Q "$EDNS_RATE" -l 8 -q 5000 \
+    > "$IT_TMP/floodB.txt" 2>&1 &
+  fl=$!
+  sleep 1
+  l=$(qps "$(dnsperf -s "$1" -p "$PD_PORT" -a 127.0.9.30 -d "$IT_TMP/hits.txt" -l 5 -q 100 2>&1)")
+  wait "$fl"
+  echo "$q $l"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+declare -a QUIET=() LOUD=() RATIO=() UQUIET=() ULOUD=() URATIO=()
+for ((r = 0; r < ROUNDS; r++)); do
+  for who in $( ((r % 2)) && echo "ub pd" || echo "pd ub"); do
+    if [ "$who" = pd ]; then
+      read -r q l < <(b_round "$PD_ADDR")
+      QUIET+=("$q"); LOUD+=("$l"); RATIO+=("$(ratio "$l" "$q")")
+    else
+      read -r q l < <(b_round "$UB_ADDR")
+      UQUIET+=("$q"); ULOUD+=("$l"); URATIO+=("$(ratio "$l" "$q")")
+    fi
+    bmsg "B round $r, $who: quiet $q qps, during the flood $l qps"
+  done
+done
+it_stop_pid "$UB_PID" 5
+unset "IT_PIDS[bench-unbound]"
+
+fi
+
+if [[ $PARTS == *C* ]]; then
 # ---- C: quiet cities while nanjing floods a flagged dead zone
 bmsg "C: nanjing floods a flagged dead zone; suzhou and wuxi ask fresh flagged names"
 pdctl domain add dead.example --subtree >/dev/null
@@ -125,6 +166,7 @@ ok_share() { awk '/Response codes:/ { for (i = 3; i <= NF; i++) if ($i == "NOERR
 C_SZ=$(ok_share "$IT_TMP/sz.out")
 C_WX=$(ok_share "$IT_TMP/wx.out")
 C_FLOOD=$(sed -n 's/^ *Response codes: *//p' "$IT_TMP/floodC.txt")
+fi
 
 cat <<EOF
 ### Run of $(date -u '+%Y-%m-%d %H:%M') UTC
@@ -132,21 +174,29 @@ cat <<EOF
 - command: \`bench/abuse.sh $(basename "$BUILD_DIR")\` (ABUSE_N=$N ABUSE_RATE=$RATE ABUSE_AFTER=$AFTER ABUSE_EDNS_RATE=$EDNS_RATE ABUSE_ROUNDS=$ROUNDS)
 - machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); partdns $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null) (server.threads 2, edns.threads 1, load generators in server.client_exempt, defaults otherwise)
 
+EOF
+[[ $PARTS == *A* ]] && cat <<EOF
 A. Dead zone, normal path ($A_SENT queries answered: $A_CODES)
 
 | never-asked healthy name, during the flood | after it ($AFTER s) | RSS warm | peak | end of flood | $AFTER s later |
 |---|---|---|---|---|---|
 | median $A_MED ms, slowest $A_MAX ms | $A_BAD of $A_PROBES probes not answered NXDOMAIN (all phases) | $RSS_WARM kB | $RSS_PEAK kB | $RSS_END kB | $RSS_AFTER kB ($(awk -v a="$RSS_AFTER" -v b="$RSS_WARM" 'BEGIN {printf "%.2f", a / b}')× warm) |
 
+EOF
+[[ $PARTS == *B* ]] && cat <<EOF
 B. Normal hits during an EDNS-miss flood ($EDNS_RATE qps of fresh flagged names from one city)
 
-| quiet QPS (per round) | during the flood | ratio, per-round median (min–max) |
-|---|---|---|
-| ${QUIET[*]} | ${LOUD[*]} | $(median "${RATIO[@]}") ($(printf '%s\n' "${RATIO[@]}" | sort -g | head -n 1)–$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -n 1)) |
+| server | quiet QPS (per round) | during the flood | ratio, per-round median (min–max) |
+|---|---|---|---|
+| partdns | ${QUIET[*]} | ${LOUD[*]} | $(median "${RATIO[@]}") ($(printf '%s\n' "${RATIO[@]}" | sort -g | head -n 1)–$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -n 1)) |
+| Unbound (2 threads, ratelimit 1000) | ${UQUIET[*]} | ${ULOUD[*]} | $(median "${URATIO[@]}") ($(printf '%s\n' "${URATIO[@]}" | sort -g | head -n 1)–$(printf '%s\n' "${URATIO[@]}" | sort -g | tail -n 1)) |
 
+EOF
+[[ $PARTS == *C* ]] && cat <<EOF
 C. Quiet cities while nanjing floods a flagged dead zone (flood: $C_FLOOD)
 
 | suzhou fresh flagged names answered | wuxi |
 |---|---|
 | $C_SZ % | $C_WX % |
 EOF
+true
