@@ -66,7 +66,7 @@ struct sitem {
 };
 
 /* Most items in one section, for the duplicate-key bookkeeping. */
-#define SECTION_MAX 16
+#define SECTION_MAX 32
 
 #define FLD(S, m) .off = offsetof(S, m), .size = sizeof(((S *)0)->m)
 #define LST(S, m, cnt, fl) \
