@@ -40,6 +40,10 @@ enum conf_limit_action {
 	CONF_LIMIT_SLIP,   /* every 2nd an empty TC=1 reply (a real client retries over TCP), the rest dropped */
 };
 
+/* Where log lines go (server.log) and which (server.log_level). */
+enum conf_log_target { CONF_LOG_STDERR, CONF_LOG_SYSLOG };
+enum conf_log_level { CONF_LOG_ERROR, CONF_LOG_WARNING, CONF_LOG_INFO, CONF_LOG_DEBUG };
+
 enum conf_unmatched {
 	CONF_UNMATCHED_COMMON,    /* no partition: everything goes the normal way */
 	CONF_UNMATCHED_REFUSE,    /* REFUSED */
@@ -79,6 +83,8 @@ struct conf {
 		enum conf_limit_action client_limit_action;
 		size_t nclient_exempt;    /* never limited (with edns.trusted_ecs) */
 		struct prefix *client_exempt;
+		enum conf_log_target log;
+		enum conf_log_level log_level;
 	} server;
 
 	struct {

@@ -97,6 +97,22 @@ static const struct senum limit_enums[] = {
 };
 _Static_assert(sizeof(enum conf_limit_action) == sizeof(int), "ST_ENUM stores an int");
 
+static const struct senum log_enums[] = {
+	{ "stderr", CONF_LOG_STDERR },
+	{ "syslog", CONF_LOG_SYSLOG },
+	{ NULL, 0 },
+};
+_Static_assert(sizeof(enum conf_log_target) == sizeof(int), "ST_ENUM stores an int");
+
+static const struct senum log_level_enums[] = {
+	{ "error", CONF_LOG_ERROR },
+	{ "warning", CONF_LOG_WARNING },
+	{ "info", CONF_LOG_INFO },
+	{ "debug", CONF_LOG_DEBUG },
+	{ NULL, 0 },
+};
+_Static_assert(sizeof(enum conf_log_level) == sizeof(int), "ST_ENUM stores an int");
+
 /* clang-format off */
 #define CS struct conf_state
 static const struct sitem server_items[] = {
@@ -133,6 +149,9 @@ static const struct sitem server_items[] = {
 	  .enums = limit_enums, .def = "slip" },
 	{ .name = "client_exempt", .type = ST_PREFIX,
 	  LST(CS, conf.server.client_exempt, conf.server.nclient_exempt, 0) },
+	{ .name = "log", .type = ST_ENUM, FLD(CS, conf.server.log), .enums = log_enums, .def = "stderr" },
+	{ .name = "log_level", .type = ST_ENUM, FLD(CS, conf.server.log_level), .enums = log_level_enums,
+	  .def = "info" },
 	{ .name = NULL },
 };
 

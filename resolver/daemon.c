@@ -357,6 +357,15 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 	}
 }
 
+_Static_assert((int)CONF_LOG_ERROR == (int)LOG_LEVEL_ERR && (int)CONF_LOG_DEBUG == (int)LOG_LEVEL_DEBUG,
+               "server.log_level maps onto log levels one to one");
+
+void daemon_apply_log(const struct conf *c)
+{
+	log_set_level((enum log_level)c->server.log_level);
+	log_use_syslog(c->server.log == CONF_LOG_SYSLOG);
+}
+
 int daemon_reload(struct daemon *d, FILE *err)
 {
 	pthread_mutex_lock(&d->reload_lock);
@@ -389,8 +398,10 @@ int daemon_reload(struct daemon *d, FILE *err)
 	 * (inflight.c), so the flush cannot be undone behind our back. */
 	struct plan_change pc = { .old = cur->conf, .neu = neu };
 	size_t flushed = rc == 0 ? cache_flush(d->cache, flush_partitions, &pc) : 0;
-	if (rc == 0) /* serve-stale on or off: expired answers kept or reaped from now on */
+	if (rc == 0) { /* serve-stale on or off: expired answers kept or reaped from now on */
 		cache_set_stale(d->cache, neu->cache.serve_stale ? INFLIGHT_STALE_MAX : 0);
+		daemon_apply_log(neu); /* server.log and log_level take effect at once */
+	}
 	snapshot_release(cur);
 	pthread_mutex_unlock(&d->reload_lock);
 	if (rc == 0)

@@ -36,3 +36,6 @@ void daemon_free(struct daemon *d);
  * @return 0 or a negative code.
  */
 int daemon_reload(struct daemon *d, FILE *err);
+
+/** Apply server.log and server.log_level (at start, and by each reload). */
+void daemon_apply_log(const struct conf *c);

@@ -18,7 +18,7 @@ static void usage(FILE *f)
 	        "usage: partdns [-c FILE] [-t] [-v] [-d] [--takeover]\n"
 	        "  -c FILE     configuration (default " CONF_DEFAULT_PATH ")\n"
 	        "  -t          check the configuration, print every error, exit 0 (valid) or 1\n"
-	        "  -d          debug logging\n"
+	        "  -d          debug logging (over server.log_level, until a reload)\n"
 	        "  -v          print the version\n"
 	        "  --takeover  share listen addresses another process serves (an upgrade without\n"
 	        "              downtime: start the new daemon, then stop the old one); without it\n"
@@ -29,7 +29,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	const char *path = CONF_DEFAULT_PATH;
-	int check = 0, takeover = 0, opt;
+	int check = 0, takeover = 0, debug = 0, opt;
 	static const struct option longopts[] = {
 		{ "takeover", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 		case 'T': takeover = 1; break;
 		case 'c': path = optarg; break;
 		case 't': check = 1; break;
-		case 'd': log_set_level(LOG_DEBUG); break;
+		case 'd': debug = 1; log_set_level(LOG_LEVEL_DEBUG); break;
 		case 'v': printf("partdns %s\n", PARTDNS_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -66,6 +66,9 @@ int main(int argc, char **argv)
 		conf_free(c);
 		return 0;
 	}
+	if (debug) /* -d wins over server.log_level until a reload reads the file again */
+		c->server.log_level = CONF_LOG_DEBUG;
+	daemon_apply_log(c);
 	/* The store directory must exist (created only with server.create_store:
 	 * true): a mistyped server.store must not start with an empty store. */
 	rc = store_prepare_dir(c->server.store, c->server.create_store);

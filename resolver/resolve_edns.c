@@ -341,6 +341,13 @@ static void eres_free(struct eres *r)
 	free(r);
 }
 
+/* The job's partition by name, for logs (the plan it was routed under). */
+static const char *part_name(const struct job *job)
+{
+	const char *n = job->snap != NULL ? ptable_name(job->snap->conf->partitions.table, job->partition) : NULL;
+	return n != NULL ? n : "?";
+}
+
 /*
  * End r with SERVFAIL. ede says why to clients (and the failure is
  * remembered for cache.failure_ttl); NULL for our own trouble (memory,
@@ -348,9 +355,12 @@ static void eres_free(struct eres *r)
  */
 static void eres_fail(struct eres *r, const struct wire_ede *ede, const char *why)
 {
-	char name[512] = "?";
-	wire_name_to_text(r->job->qname, r->job->qname_len, name, sizeof(name));
-	log_debug("EDNS resolution of %s for partition %u failed: %s", name, r->job->partition, why);
+	if (log_get_level() >= LOG_LEVEL_INFO) {
+		char name[512] = "?";
+		wire_name_to_text(r->job->qname, r->job->qname_len, name, sizeof(name));
+		log_info_limited("EDNS resolution of %s type %u for partition %s failed: %s", name, r->job->qtype,
+		                 part_name(r->job), why);
+	}
 	counter_inc(&r->t->ctr.upstream_errors);
 	struct job *job = r->job;
 	if (discovering(r) && ede == &EDE_NO_ZONE)
@@ -742,14 +752,14 @@ static void eres_query(struct eres *r)
 		return;
 	}
 	r->qlen = (size_t)len;
-	if (log_get_level() >= LOG_DEBUG) {
+	if (log_get_level() >= LOG_LEVEL_DEBUG) {
 		char a[INET6_ADDRSTRLEN] = "?", n[512] = "?";
 		const void *src = to->ss_family == AF_INET ? (const void *)&((const struct sockaddr_in *)to)->sin_addr
 		                                            : (const void *)&((const struct sockaddr_in6 *)to)->sin6_addr;
 		inet_ntop(to->ss_family, src, a, sizeof(a));
 		wire_name_to_text(r->name, r->name_len, n, sizeof(n));
-		log_debug("EDNS query %s type %u to %s port %u%s (partition %u)", n, job->qtype, a,
-		          ntohs(((const struct sockaddr_in *)to)->sin_port), r->tcp ? " over TCP" : "", job->partition);
+		log_debug("EDNS query %s type %u to %s port %u%s (partition %s)", n, job->qtype, a,
+		          ntohs(((const struct sockaddr_in *)to)->sin_port), r->tcp ? " over TCP" : "", part_name(job));
 	}
 	int fd = open_upstream(r, to, r->tcp);
 	if (fd < 0) {
@@ -811,7 +821,7 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 		server_answered(r);
 	}
 	if (v.scrubbed > 0)
-		log_debug("EDNS answer for partition %u: %u record(s) the server may not give dropped", job->partition,
+		log_debug("EDNS answer for partition %s: %u record(s) the server may not give dropped", part_name(job),
 		          v.scrubbed);
 	switch (v.step) {
 	case EDNS_STEP_IGNORE:

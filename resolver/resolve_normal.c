@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unbound-event.h>
@@ -189,6 +190,16 @@ static uint16_t zone_slot(const struct resolve_normal *p, const struct job *job)
 	return (uint16_t)(hash_bytes(&p->zone_key, parent, len) % NORMAL_ZONE_SLOTS);
 }
 
+/* One line per failed resolution, with the reason we know (rate-limited: floods fail by the thousand). */
+static void log_failure(const struct job *job, const char *why)
+{
+	if (log_get_level() < LOG_LEVEL_INFO)
+		return;
+	char name[1024] = "?";
+	wire_name_to_text(job->qname, job->qname_len, name, sizeof(name));
+	log_info_limited("resolution of %s type %u failed: %s", name, job->qtype, why);
+}
+
 /* libunbound's answer (rcode != 0: failed; sec 1 bogus, 2 secure). */
 static void resolved(void *arg, int rcode, void *packet, int len, int sec, char *why_bogus, int ratelimited)
 {
@@ -206,11 +217,14 @@ static void resolved(void *arg, int rcode, void *packet, int len, int sec, char 
 	if (rcode != 0 || packet == NULL || len < 12 || len > (int)sizeof(t->answer) ||
 	    (((const uint8_t *)packet)[3] & 0x0f) == WIRE_RCODE_SERVFAIL) {
 		counter_inc(&t->ctr.upstream_errors);
+		log_failure(job, ratelimited ? "over resolver.zone_qps, not asked"
+		                 : rcode != 0 ? ub_strerror(rcode)
+		                              : "SERVFAIL (libunbound says why only for DNSSEC and timeouts)");
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, ratelimited ? &limited : &failed, true);
 	} else if (sec == 1 && !job->cd_bit) {
-		char name[1024] = "?";
-		wire_name_to_text(job->qname, job->qname_len, name, sizeof(name));
-		log_info("DNSSEC validation of %s failed: %s", name, why_bogus ? why_bogus : "bogus");
+		char why[600];
+		snprintf(why, sizeof(why), "DNSSEC validation failed: %s", why_bogus ? why_bogus : "bogus");
+		log_failure(job, why);
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, &bogus, true);
 	} else {
 		memcpy(t->answer, packet, (size_t)len);
@@ -240,6 +254,7 @@ static void start_job(struct nthread *t, struct job *job)
 	uint16_t slot = zone_slot(t->pool, job);
 	if (t->pool->zone_cap != 0 && t->zone_count[slot] >= t->pool->zone_cap) {
 		counter_inc(&t->ctr.zone_limited);
+		log_failure(job, "its parent domain is over resolver.zone_inflight, not asked");
 		refuse_job(t, job, &crowded);
 		return;
 	}
@@ -300,6 +315,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		atomic_fetch_sub(&t->pool->inflight, 1);
 		static const struct wire_ede slow = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "resolution timed out" };
 		counter_inc(&t->ctr.upstream_timeouts);
+		log_failure(job, "no answer within 4 s (libunbound goes on trying)");
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, &slow, true);
 	}
 }

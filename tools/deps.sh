@@ -11,6 +11,8 @@ PACKAGES=(
   unbound                                           # reference ECS recursor
   bind9-dnsutils dnsperf iproute2 lmdb-utils procps # dig, benchmarks, ss, pgrep
 )
+  prometheus curl                                   # promtool check metrics and scrapes in test_metrics.sh
+  socat util-linux                                  # a syslog socket for tests, unshare
 
 missing=()
 for p in "${PACKAGES[@]}"; do
