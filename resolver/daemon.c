@@ -17,6 +17,7 @@
 #include "resolver/cache.h"
 #include "resolver/clock.h"
 #include "resolver/inflight.h"
+#include "resolver/inspect.h"
 #include "resolver/log.h"
 #include "resolver/net.h"
 #include "resolver/resolve_edns.h"
@@ -118,10 +119,22 @@ static bool flush_match(const uint8_t *key, size_t klen, void *arg)
 	return true;
 }
 
-/* "cache flush [name=NAME] [partition=P]" */
+/* "cache flush [name=NAME] [partition=P]", "cache lookup name=NAME [type=T] [partition=P]" */
 static int cmd_cache(void *arg, int argc, char **argv, FILE *out, FILE *err)
 {
 	struct daemon *d = arg;
+	if (argc >= 2 && strcmp(argv[1], "lookup") == 0) {
+		const char *name = control_arg(argc - 2, argv + 2, "name");
+		if (name == NULL) {
+			fprintf(err, "cache lookup: no name\n");
+			return -EINVAL;
+		}
+		struct snapshot *s = snapshot_get(&d->snapshots);
+		int rc = inspect_cache_lookup(d->cache, s, name, control_arg(argc - 2, argv + 2, "type"),
+		                              control_arg(argc - 2, argv + 2, "partition"), out, err);
+		snapshot_release(s);
+		return rc;
+	}
 	if (argc < 2 || strcmp(argv[1], "flush") != 0) {
 		fprintf(err, "unknown request 'cache%s%s'\n", argc >= 2 ? " " : "", argc >= 2 ? argv[1] : "");
 		return -EINVAL;

@@ -22,6 +22,8 @@ static const char usage_text[] =
 	"  mapping export [--format csv|json|geofeed]\n"
 	"  stats [--json]              from the running daemon\n"
 	"  cache flush [NAME] [--partition P]\n"
+	"  cache lookup NAME [--type T] [--partition P]\n"
+	"                              what a client of P is answered from the cache\n"
 	"  reload                      the daemon re-reads config and partitions\n"
 	"\n"
 	"  --create   make the store directory if it does not exist (add, import; other\n"

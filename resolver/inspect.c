@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What the cache holds for one name, as a client of one city would be answered from it. */
+#include "resolver/inspect.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ldns/ldns.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "mapping/ecs.h"
+#include "partition/partition.h"
+#include "resolver/clock.h"
+#include "resolver/route.h"
+#include "resolver/wire.h"
+
+/* The entry, copied out of the cache under its lock. */
+struct inspect_entry {
+	uint8_t *val;
+	size_t vlen;
+	struct cache_hit hit;
+};
+
+static int copy_entry(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
+{
+	struct inspect_entry *e = arg;
+	e->val = malloc(vlen ? vlen : 1);
+	if (e->val == NULL)
+		return -ENOMEM;
+	memcpy(e->val, val, vlen);
+	e->vlen = vlen;
+	e->hit = *hit;
+	return 0;
+}
+
+/* A query for name/type class IN, as a client without EDNS would send it. */
+static int make_query(const uint8_t *name, size_t name_len, uint16_t type, uint8_t *pkt, size_t cap)
+{
+	if (cap < 12 + name_len + 4)
+		return -ENOSPC;
+	memset(pkt, 0, 12);
+	pkt[2] = 0x01; /* RD */
+	pkt[5] = 1;    /* QDCOUNT */
+	memcpy(pkt + 12, name, name_len);
+	uint8_t *p = pkt + 12 + name_len;
+	p[0] = (uint8_t)(type >> 8);
+	p[1] = (uint8_t)type;
+	p[2] = 0;
+	p[3] = 1;
+	return (int)(12 + name_len + 4);
+}
+
+/* The records of the reply a client would get now, one per line, as dig shows them. */
+static void print_reply(FILE *out, const uint8_t *reply, size_t len)
+{
+	ldns_pkt *pkt = NULL;
+	if (ldns_wire2pkt(&pkt, reply, len) != LDNS_STATUS_OK) {
+		fprintf(out, "  (the reply could not be decoded)\n");
+		return;
+	}
+	char *rcode = ldns_pkt_rcode2str(ldns_pkt_get_rcode(pkt));
+	fprintf(out, "  rcode %s, %zu answer, %zu authority record(s)\n", rcode ? rcode : "?",
+	        (size_t)ldns_pkt_ancount(pkt), (size_t)ldns_pkt_nscount(pkt));
+	free(rcode);
+	ldns_rr_list *sections[] = { ldns_pkt_answer(pkt), ldns_pkt_authority(pkt) };
+	for (size_t s = 0; s < 2; s++)
+		for (size_t i = 0; sections[s] && i < ldns_rr_list_rr_count(sections[s]); i++) {
+			char *t = ldns_rr2str(ldns_rr_list_rr(sections[s], i));
+			if (t) {
+				size_t n = strlen(t);
+				while (n > 0 && t[n - 1] == '\n')
+					t[--n] = '\0';
+				fprintf(out, "  %s %s\n", s == 0 ? "answer   " : "authority", t);
+				free(t);
+			}
+		}
+	ldns_pkt_free(pkt);
+}
+
+int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const char *name, const char *type,
+                         const char *partition, FILE *out, FILE *err)
+{
+	const struct conf *c = snap->conf;
+	uint8_t wname[WIRE_MAX_NAME];
+	int nl = wire_name_from_text(name, wname, sizeof(wname));
+	if (nl < 0) {
+		fprintf(err, "bad name '%s'\n", name);
+		return -EINVAL;
+	}
+	uint16_t qtype = LDNS_RR_TYPE_A;
+	if (type != NULL) {
+		qtype = (uint16_t)ldns_get_rr_type_by_name(type);
+		if (qtype == 0) {
+			fprintf(err, "unknown type '%s'\n", type);
+			return -EINVAL;
+		}
+	}
+	unsigned part = PARTITION_COMMON;
+	if (partition != NULL && strcmp(partition, "common") != 0) {
+		int id = ptable_find(c->partitions.table, partition);
+		if (id < 0) {
+			fprintf(err, "no partition '%s'\n", partition);
+			return -ENOENT;
+		}
+		part = (unsigned)id;
+	}
+	/* routed exactly as the query path routes a client of that partition */
+	uint8_t pkt[12 + WIRE_MAX_NAME + 4];
+	int plen = make_query(wname, (size_t)nl, qtype, pkt, sizeof(pkt));
+	struct wire_query q;
+	if (plen < 0 || wire_parse_query(pkt, (size_t)plen, &q) != 0) {
+		fprintf(err, "cannot make a query for '%s'\n", name);
+		return -EINVAL;
+	}
+	struct route rt = { .part = part };
+	route_decide(&rt, c, snap->domains, &q, AF_INET);
+	char ntext[1024];
+	wire_name_to_text(q.qname_lc, q.qname_len, ntext, sizeof(ntext));
+	char *ttext = ldns_rr_type2str((ldns_rr_type)qtype);
+	const char *pname = part == PARTITION_COMMON ? "common" : ptable_name(c->partitions.table, part);
+	fprintf(out, "%s %s for %s\n", ntext, ttext ? ttext : "?", pname ? pname : "?");
+	free(ttext);
+	if (rt.rule != NULL) {
+		struct ecs id;
+		char a[64] = "?";
+		if (route_identity(&rt, c, &id) == 0) {
+			char ip[INET6_ADDRSTRLEN] = "?";
+			inet_ntop(id.family == ECS_FAMILY_IPV4 ? AF_INET : AF_INET6, id.addr, ip, sizeof(ip));
+			snprintf(a, sizeof(a), "%s/%u", ip, (unsigned)id.source);
+		}
+		fprintf(out, "  flagged (EDNS domain %s%s): this city's own entry, fetched with ECS %s\n", rt.rule->name,
+		        rt.rule->subtree ? " and below" : "", a);
+	} else {
+		fprintf(out, "  %s: the common cache, fetched by full recursion without ECS\n",
+		        part == PARTITION_COMMON ? "not a city" : "not flagged");
+	}
+	struct inspect_entry e = { 0 };
+	uint32_t now = clock_sec();
+	int rc = cache_lookup(cache, rt.key, rt.klen, now, copy_entry, &e);
+	if (rc == -ENOMEM) {
+		fprintf(err, "out of memory\n");
+		return rc;
+	}
+	if (rc < 0) {
+		fprintf(out, "  not cached\n");
+		return 0;
+	}
+	struct route_value v;
+	if (route_value_parse(e.val, e.vlen, &v) != 0) {
+		fprintf(out, "  an entry partdns cannot read (%zu bytes)\n", e.vlen);
+		free(e.val);
+		return 0;
+	}
+	if (e.hit.stale)
+		fprintf(out, "  expired, served stale (RFC 8767) for %u s more\n",
+		        e.hit.expiry > now ? e.hit.expiry - now : 0);
+	else
+		fprintf(out, "  cached %u s ago, %u s left of %u\n", now - e.hit.stored_at,
+		        e.hit.expiry > now ? e.hit.expiry - now : 0, e.hit.expiry - e.hit.stored_at);
+	if (v.failure) {
+		char *rtext = ldns_pkt_rcode2str((ldns_pkt_rcode)v.rcode);
+		fprintf(out, "  a remembered failure: %s (EDE %u \"%s\")\n", rtext ? rtext : "?", (unsigned)v.ede.code,
+		        v.ede.text ? v.ede.text : "");
+		free(rtext);
+		free(e.val);
+		return 0;
+	}
+	if (v.chain) {
+		char t[1024] = "?";
+		wire_name_to_text(v.target, v.target_len, t, sizeof(t));
+		fprintf(out, "  a CNAME chain into the flagged %s (asked per city from there)\n", t);
+	}
+	uint8_t reply[65535];
+	uint32_t age = e.hit.stale ? 0 : now - e.hit.stored_at;
+	int len = wire_answer_write(&q, pkt, v.blob, v.blob_len, age, NULL, reply, sizeof(reply));
+	if (len > 0)
+		print_reply(out, reply, (size_t)len);
+	else
+		fprintf(out, "  (the entry could not be written as a reply: %d)\n", len);
+	free(e.val);
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. Cache inspection for the control socket (partdnsctl cache lookup). */
+#pragma once
+
+#include <stdio.h>
+
+#include "resolver/cache.h"
+#include "resolver/snapshot.h"
+
+/**
+ * Say what the cache holds for name/type as a client of partition would be
+ * answered (routed as the query path routes it): which cache (the city's
+ * own for a flagged name, else the common one), the ECS identity that
+ * fetched a flagged entry, its age and TTL left, a remembered failure, and
+ * the records the client would get now.
+ * @param type       e.g. "AAAA"; NULL = A
+ * @param partition  a partition name or "common"; NULL = common
+ * @return 0 (found or not), or -EINVAL / -ENOENT with a message on err.
+ */
+int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const char *name, const char *type,
+                         const char *partition, FILE *out, FILE *err);

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# partdnsctl cache lookup: what the cache holds for a name, per city, as a
+# client of that city would be answered; the identity that fetched it.
+. "$(dirname "$0")/lib.sh"
+harness_init cache_lookup
+harness_start_all
+pd_require_bins
+pd_write_conf "$IT_TMP/partdns.yaml"
+pdctl domain add video.cdn.test
+partdns_start "$PD_CONF"
+
+assert_eq "nanjing's node" "203.0.113.1" "$(dig_a 127.0.1.10 video.cdn.test)"
+assert_eq "suzhou's node" "203.0.113.2" "$(dig_a 127.0.2.10 video.cdn.test)"
+pd_dig 127.0.9.9 static.customer.example A >/dev/null
+
+# expected failures: partdnsctl itself (pdctl stops the test on any failure)
+ctl() { "$PARTDNSCTL_BIN" -c "$PD_CONF" "$@"; }
+out=$(pdctl cache lookup video.cdn.test --partition nanjing)
+log "$out"
+assert_contains "nanjing's entry is its own, fetched with its mapped address" "fetched with ECS 198.51.100.1/32" "$out"
+assert_contains "... with nanjing's answer" "203.0.113.1" "$out"
+assert_not_contains "... and not suzhou's" "203.0.113.2" "$out"
+assert_contains "... its age and TTL" "s left of" "$out"
+out=$(pdctl cache lookup video.cdn.test --type A --partition suzhou)
+assert_contains "suzhou's entry: suzhou's node" "203.0.113.2" "$out"
+assert_contains "... fetched with suzhou's mapped address" "198.51.100.2/32" "$out"
+out=$(pdctl cache lookup video.cdn.test --partition wuxi)
+assert_contains "wuxi never asked: not cached" "not cached" "$out"
+out=$(pdctl cache lookup video.cdn.test --type AAAA --partition nanjing)
+assert_contains "another type: not cached" "not cached" "$out"
+out=$(pdctl cache lookup static.customer.example --partition nanjing)
+assert_contains "a name not flagged: the common cache, whatever the city" "the common cache" "$out"
+assert_contains "... with its record" "static.customer.example." "$out"
+out=$(pdctl cache lookup static.customer.example)
+assert_contains "without --partition: the common cache" "the common cache" "$out"
+
+rc=0; out=$(ctl cache lookup video.cdn.test --partition atlantis 2>&1) || rc=$?
+assert_eq "an unknown partition is an error (exit 1)" "1" "$rc"
+assert_contains "... naming it" "no partition 'atlantis'" "$out"
+rc=0; out=$(ctl cache lookup 'bad..name' 2>&1) || rc=$?
+assert_eq "a bad name is an error (exit 1)" "1" "$rc"
+rc=0; out=$(ctl cache lookup video.cdn.test --type 'A B' 2>&1) || rc=$?
+assert_eq "a type with a space is a usage error (exit 2)" "2" "$rc"
+rc=0; out=$(ctl cache lookup video.cdn.test --type NOSUCHTYPE 2>&1) || rc=$?
+assert_eq "an unknown type is an error (exit 1)" "1" "$rc"
+assert_contains "... naming it" "unknown type 'NOSUCHTYPE'" "$out"
+partdns_alive && ok "partdns still running" || fail "partdns died"
+it_done
