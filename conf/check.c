@@ -3,6 +3,7 @@
 #include "conf/check.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -162,12 +163,69 @@ static void report_zone(struct loader *L, size_t first, size_t later, void *arg)
 		           (unsigned)f->col);
 }
 
+/* resolver.outgoing, edns.outgoing: source addresses of the two pools */
+
+struct outgoing_dups {
+	const char *key; /* "resolver.outgoing" */
+	const struct conf_addr *list;
+	const struct ynode *node;
+};
+
+static void report_outgoing(struct loader *L, size_t first, size_t later, void *arg)
+{
+	const struct outgoing_dups *od = arg;
+	const struct ynode *f = list_item(od->node, first);
+	if (od->list[later].len == 0 || f == NULL)
+		return; /* did not parse; reported already */
+	conf_key_set(L, "%s[%zu]", od->key, later);
+	conf_error(L, list_item(od->node, later), true, "duplicate source address, first at line %u, column %u",
+	           (unsigned)f->line, (unsigned)f->col);
+}
+
+static void check_outgoing(struct loader *L, const struct ynode *root, const char *section,
+                           const struct conf_addr *list, size_t n)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "%s.outgoing", section);
+	struct outgoing_dups od = { .key = key, .list = list, .node = get2(root, section, "outgoing") };
+	find_dups(L, list, n, sizeof(list[0]), addr_cmp, report_outgoing, &od);
+}
+
+/*
+ * A raw outgoing-interface in resolver.options reaches every libunbound
+ * context, the EDNS pool's too: next to a pool's own list it would mix
+ * the pools' sources (libunbound picks among all the interfaces it is
+ * given), so the lists replace it rather than add to it.
+ */
+static void check_raw_outgoing(struct loader *L, const struct ynode *root)
+{
+	const struct conf *c = &L->st.conf;
+	if (c->resolver.noutgoing == 0 && c->edns.noutgoing == 0)
+		return;
+	const struct ynode *opts = get2(root, "resolver", "options");
+	for (size_t i = 0; i < c->resolver.noptions; i++) {
+		if (strcmp(c->resolver.options[i].name, "outgoing-interface:") != 0)
+			continue;
+		const struct ynode *v = conf_ynode_get(opts, "outgoing-interface");
+		if (v == NULL)
+			v = conf_ynode_get(opts, "outgoing-interface:");
+		conf_key_set(L, "resolver.options.outgoing-interface");
+		conf_error(L, v != NULL ? v : opts, v != NULL,
+		           "a raw outgoing-interface together with %s: list every source address in "
+		           "resolver.outgoing (normal pool) and edns.outgoing (EDNS pool) instead",
+		           c->resolver.noutgoing > 0 ? "resolver.outgoing" : "edns.outgoing");
+		return;
+	}
+}
+
 static void check_resolver(struct loader *L, const struct ynode *root)
 {
 	const struct conf *c = &L->st.conf;
 	find_dups(L, c->resolver.forward_zones, c->resolver.nforward_zones,
 	          sizeof(c->resolver.forward_zones[0]), zone_cmp, report_zone,
 	          (void *)get2(root, "resolver", "forward_zones"));
+	check_outgoing(L, root, "resolver", c->resolver.outgoing, c->resolver.noutgoing);
+	check_raw_outgoing(L, root);
 }
 
 /* edns */
@@ -175,6 +233,7 @@ static void check_resolver(struct loader *L, const struct ynode *root)
 static void check_edns(struct loader *L, const struct ynode *root)
 {
 	const struct conf *c = &L->st.conf;
+	check_outgoing(L, root, "edns", c->edns.outgoing, c->edns.noutgoing);
 	if (c->edns.policy == CONF_POLICY_FORWARD && c->edns.nforward == 0) {
 		conf_key_set(L, "edns.policy");
 		conf_warning(L, get2(root, "edns", "policy"), true,

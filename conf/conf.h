@@ -28,7 +28,7 @@ enum {
 struct conf_addr {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	char text[64]; /* as normalized for messages: "ADDR@PORT" */
+	char text[64]; /* as normalized for messages: "ADDR@PORT" ("ADDR" for a source address, port 0) */
 };
 
 enum conf_policy { CONF_POLICY_ITERATE, CONF_POLICY_FORWARD };
@@ -107,6 +107,8 @@ struct conf {
 		struct conf_option *options;
 		unsigned zone_qps;  /* upstream queries per second per zone (libunbound ratelimit); 0 = off */
 		unsigned zone_inflight; /* lookups in flight per parent domain, per resolver thread; 0 = off */
+		size_t noutgoing;   /* source addresses of the normal pool (libunbound outgoing-interface); */
+		struct conf_addr *outgoing; /* none = any; a family without one is not used */
 	} resolver;
 
 	struct {
@@ -119,6 +121,8 @@ struct conf {
 		unsigned zone_qps;      /* upstream queries per second per zone; 0 = off */
 		size_t ntrusted_ecs;
 		struct prefix *trusted_ecs;
+		size_t noutgoing;       /* source addresses of the EDNS pool's sockets and libunbound */
+		struct conf_addr *outgoing; /* contexts; none = any; a family without one is not used */
 	} edns;
 
 	struct {

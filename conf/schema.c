@@ -31,6 +31,7 @@ enum stype {
 	ST_REGION,  /* ISO 3166-2 ("CN-JS"), stored upper case, char * */
 	ST_ENUM,    /* one of enums, an enum field */
 	ST_TARGET,  /* ADDR[@PORT], struct conf_addr; min is the default port */
+	ST_SOURCE,  /* a unicast address to send from, no port, struct conf_addr */
 	ST_PREFIX,  /* ADDR/LEN or ADDR, struct prefix */
 	ST_ADDR4,   /* an IPv4 address, struct prefix (/32) */
 	ST_PREFIX6, /* an IPv6 prefix of length 1..128 or address, struct prefix */
@@ -196,6 +197,8 @@ static const struct sitem resolver_items[] = {
 	  .max = 1000000, .def = "1000" },
 	{ .name = "zone_inflight", .type = ST_UINT, FLD(CS, conf.resolver.zone_inflight),
 	  .max = 65535, .def = "200" },
+	{ .name = "outgoing", .type = ST_SOURCE,
+	  LST(CS, conf.resolver.outgoing, conf.resolver.noutgoing, 0) },
 	{ .name = NULL },
 };
 
@@ -214,6 +217,8 @@ static const struct sitem edns_items[] = {
 	  .max = 1000000, .def = "1000" },
 	{ .name = "trusted_ecs", .type = ST_PREFIX,
 	  LST(CS, conf.edns.trusted_ecs, conf.edns.ntrusted_ecs, 0) },
+	{ .name = "outgoing", .type = ST_SOURCE,
+	  LST(CS, conf.edns.outgoing, conf.edns.noutgoing, 0) },
 	{ .name = NULL },
 };
 
@@ -594,6 +599,16 @@ static int parse_target(struct loader *L, const struct sitem *it, const struct y
 	return 0;
 }
 
+static int parse_source(struct loader *L, const struct ynode *n, const char *s, void *dst)
+{
+	const char *why = NULL;
+	if (conf_source_parse_why(s, dst, &why) != 0) {
+		conf_error(L, n, true, "bad source address: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
 /* n is NULL for a default; s is the text. */
 static int parse_scalar(struct loader *L, const struct sitem *it, const struct ynode *n,
                         const char *s, void *dst)
@@ -609,6 +624,8 @@ static int parse_scalar(struct loader *L, const struct sitem *it, const struct y
 		return parse_enum(L, it, n, s, dst);
 	case ST_TARGET:
 		return parse_target(L, it, n, s, dst);
+	case ST_SOURCE:
+		return parse_source(L, n, s, dst);
 	case ST_PREFIX:
 	case ST_ADDR4:
 	case ST_PREFIX6:

@@ -79,6 +79,52 @@ int conf_addr_parse(const char *text, uint16_t default_port, struct conf_addr *o
 	return conf_addr_parse_why(text, default_port, out, &why);
 }
 
+int conf_source_parse_why(const char *text, struct conf_addr *out, const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	if (strchr(text, '@') != NULL) {
+		*why = "an address without a port: each query's source port is random";
+		return CONF_E_TARGET;
+	}
+	if (text[0] == '[') {
+		*why = "write IPv6 addresses without brackets";
+		return CONF_E_TARGET;
+	}
+	struct sockaddr_in *sin = (struct sockaddr_in *)&out->ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->ss;
+	if (inet_pton(AF_INET, text, &sin->sin_addr) == 1) {
+		uint32_t a = ntohl(sin->sin_addr.s_addr);
+		*why = a == INADDR_ANY         ? "0.0.0.0 is the wildcard: an empty list means any address"
+		       : IN_MULTICAST(a)       ? "a multicast address cannot be a source"
+		       : a == INADDR_BROADCAST ? "the broadcast address cannot be a source"
+		                               : NULL;
+		sin->sin_family = AF_INET;
+		out->len = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, text, &sin6->sin6_addr) == 1) {
+		const struct in6_addr *a = &sin6->sin6_addr;
+		/* a link-local source needs an interface (scope) and reaches no DNS server beyond the link */
+		*why = IN6_IS_ADDR_UNSPECIFIED(a) ? ":: is the wildcard: an empty list means any address"
+		       : IN6_IS_ADDR_MULTICAST(a) ? "a multicast address cannot be a source"
+		       : IN6_IS_ADDR_V4MAPPED(a)  ? "an IPv4-mapped address: write the IPv4 address"
+		       : IN6_IS_ADDR_LINKLOCAL(a) ? "a link-local address cannot be a source"
+		                                  : NULL;
+		sin6->sin6_family = AF_INET6;
+		out->len = sizeof(*sin6);
+	} else {
+		*why = "not an IPv4 or IPv6 address";
+		memset(out, 0, sizeof(*out));
+		return CONF_E_TARGET;
+	}
+	if (*why != NULL) {
+		memset(out, 0, sizeof(*out));
+		return CONF_E_TARGET;
+	}
+	inet_ntop(out->ss.ss_family,
+	          out->ss.ss_family == AF_INET ? (const void *)&sin->sin_addr : (const void *)&sin6->sin6_addr,
+	          out->text, sizeof(out->text));
+	return 0;
+}
+
 int conf_name_normalize(const char *text, char *out, size_t size)
 {
 	size_t len = strlen(text);

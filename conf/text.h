@@ -25,6 +25,16 @@ int conf_addr_parse_why(const char *text, uint16_t default_port, struct conf_add
                         const char **why);
 
 /**
+ * Parse a source address for outgoing queries: IPv4 or IPv6, no port, a
+ * unicast address a socket can bind (not the wildcard, multicast,
+ * broadcast, IPv4-mapped or IPv6 link-local). out->text is the address
+ * alone, port 0.
+ * @param why out: a static phrase for messages, set on failure.
+ * @return 0 or CONF_E_TARGET.
+ */
+int conf_source_parse_why(const char *text, struct conf_addr *out, const char **why);
+
+/**
  * Normalize a domain name: lower case, trailing dot, each label 1..63,
  * total <= 253 characters of text. @return 0 or -EINVAL.
  */

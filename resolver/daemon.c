@@ -218,6 +218,35 @@ static int check_listen_free(const struct conf *c, bool takeover)
 	return 0;
 }
 
+/*
+ * Every source address must be on this machine: libunbound binds them only
+ * when it sends, and a query that cannot be sent is just a SERVFAIL, so a
+ * typo would show as failures of everything the pool resolves.
+ */
+static int check_outgoing(const struct conf *c)
+{
+	const struct {
+		const char *key;
+		const struct conf_addr *list;
+		size_t n;
+	} pools[] = { { "resolver.outgoing", c->resolver.outgoing, c->resolver.noutgoing },
+	              { "edns.outgoing", c->edns.outgoing, c->edns.noutgoing } };
+	int rc = 0;
+	for (size_t p = 0; p < sizeof(pools) / sizeof(pools[0]); p++) {
+		for (size_t i = 0; i < pools[p].n; i++) {
+			int e = net_source_check(&pools[p].list[i]);
+			if (e == -EADDRNOTAVAIL)
+				log_err("%s: %s is not an address of this machine (no interface has it); add it to an "
+				        "interface or remove it from %s", pools[p].key, pools[p].list[i].text, pools[p].key);
+			else if (e != 0)
+				log_err("%s: cannot send from %s: %s", pools[p].key, pools[p].list[i].text, strerror(-e));
+			if (e != 0)
+				rc = e;
+		}
+	}
+	return rc;
+}
+
 struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 {
 	struct daemon *d = calloc(1, sizeof(*d));
@@ -225,7 +254,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		conf_free(c);
 		return NULL;
 	}
-	if (check_listen_free(c, takeover) != 0) {
+	if (check_listen_free(c, takeover) != 0 || check_outgoing(c) != 0) {
 		conf_free(c);
 		free(d);
 		return NULL;
@@ -329,13 +358,21 @@ static bool flush_partitions(const uint8_t *key, size_t klen, void *arg)
 	return klen >= ROUTE_KEY_HDR && !route_partition_same(pc->old, pc->neu, route_key_partition(key));
 }
 
+static bool addrs_same(const struct conf_addr *a, size_t na, const struct conf_addr *b, size_t nb)
+{
+	for (size_t i = 0; na == nb && i < na; i++)
+		if (strcmp(a[i].text, b[i].text) != 0)
+			return false;
+	return na == nb;
+}
+
 /* Keys that a running daemon cannot change. */
 static void note_restart_keys(const struct conf *old, const struct conf *neu, FILE *err)
 {
 	bool listen_same = old->server.nlisten == neu->server.nlisten;
 	for (size_t i = 0; listen_same && i < old->server.nlisten; i++)
 		listen_same = strcmp(old->server.listen[i].text, neu->server.listen[i].text) == 0;
-	const char *what[12];
+	const char *what[16];
 	int n = 0;
 	if (!listen_same)
 		what[n++] = "server.listen";
@@ -357,6 +394,12 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 	    old->server.client_prefix4 != neu->server.client_prefix4 ||
 	    old->server.client_prefix6 != neu->server.client_prefix6)
 		what[n++] = "server.client_qps/client_prefix4/client_prefix6";
+	/* libunbound contexts and the EDNS pool take their sources when they are made */
+	if (!addrs_same(old->resolver.outgoing, old->resolver.noutgoing, neu->resolver.outgoing,
+	                neu->resolver.noutgoing))
+		what[n++] = "resolver.outgoing";
+	if (!addrs_same(old->edns.outgoing, old->edns.noutgoing, neu->edns.outgoing, neu->edns.noutgoing))
+		what[n++] = "edns.outgoing";
 	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
 	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
 	    old->resolver.nforward_zones != neu->resolver.nforward_zones ||

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Listening sockets. */
+/* Listening sockets, and the probes of addresses before they are used. */
 #include "resolver/net.h"
 
 #include <errno.h>
@@ -17,6 +17,16 @@ int net_in_use(const struct conf_addr *a)
 	if (a->ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	int rc = bind(fd, (const struct sockaddr *)&a->ss, a->len) == 0 ? 0 : (errno == EADDRINUSE ? 1 : -errno);
+	close(fd);
+	return rc;
+}
+
+int net_source_check(const struct conf_addr *a)
+{
+	int fd = socket(a->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int rc = bind(fd, (const struct sockaddr *)&a->ss, a->len) == 0 ? 0 : -errno;
 	close(fd);
 	return rc;
 }

@@ -36,3 +36,10 @@ bool net_is_wildcard(const struct conf_addr *a);
  * @return the fd or -errno.
  */
 int net_bind(const struct conf_addr *a, int type);
+
+/**
+ * Can a socket send from a (a source address, port 0)? A UDP bind to it
+ * fails with EADDRNOTAVAIL when no interface of this machine has it.
+ * @return 0 or -errno of the bind.
+ */
+int net_source_check(const struct conf_addr *a);

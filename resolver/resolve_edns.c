@@ -12,6 +12,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,7 @@ static const struct wire_ede EDE_NO_TARGETS = { WIRE_EDE_OTHER, "no forward targ
 static const struct wire_ede EDE_SLOW = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "resolution timed out" };
 static const struct wire_ede EDE_DOWN = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "every server of the zone is down" };
 static const struct wire_ede EDE_RATE = { WIRE_EDE_OTHER, "zone query rate exceeded" };
+static const struct wire_ede EDE_FAMILY = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no server of a family edns.outgoing has" };
 
 /* Where a resolution is: finding the zone cut (SOA, NS, addresses), waiting
  * for another resolution's cut discovery, or asking the zone's servers. */
@@ -109,6 +112,7 @@ struct ethread {
 	struct zrate *rates;
 	double zone_qps;       /* this thread's share of edns.zone_qps; 0 = no limit */
 	struct counters ctr;
+	unsigned out_next[2];  /* round robin over the pool's IPv4, IPv6 source addresses */
 	uint8_t buf[65535 + 2];
 };
 
@@ -123,6 +127,9 @@ struct resolve_edns {
 	unsigned part_cap, rule_cap;
 	atomic_uint part_inflight[PARTITION_MAX + 1];
 	atomic_uint rule_inflight[BUDGET_SLOTS];
+	/* edns.outgoing by family; both empty: the kernel picks (any address) */
+	struct conf_addr *out[2]; /* [0] IPv4, [1] IPv6 */
+	size_t nout[2];
 };
 
 /* One resolution in progress. */
@@ -178,6 +185,40 @@ static uint32_t rnd32(void)
 	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
 		v = (uint32_t)clock_ns() * 2654435761u;
 	return v;
+}
+
+/* ---- source addresses (edns.outgoing) ---- */
+
+static int fam_idx(int family)
+{
+	return family == AF_INET6;
+}
+
+/* May the pool send to an address of family? Any, without edns.outgoing;
+ * with it, only families it lists: those servers are not tried at all. */
+static bool family_sendable(const struct resolve_edns *p, int family)
+{
+	return (p->nout[0] == 0 && p->nout[1] == 0) || p->nout[fam_idx(family)] > 0;
+}
+
+/* Drop r's servers of a family the pool does not send over. @return how many are left. */
+static int keep_sendable(struct eres *r)
+{
+	const struct resolve_edns *p = r->t->pool;
+	int n = 0;
+	for (int i = 0; i < r->sv.naddr; i++)
+		if (family_sendable(p, r->sv.addr[i].ss_family))
+			r->sv.addr[n++] = r->sv.addr[i];
+	r->sv.naddr = n;
+	return n;
+}
+
+/* The next source address of to's family, round robin per thread; NULL: any. */
+static const struct conf_addr *pick_source(struct ethread *t, int family)
+{
+	int f = fam_idx(family);
+	size_t n = t->pool->nout[f];
+	return n == 0 ? NULL : &t->pool->out[f][t->out_next[f]++ % n];
 }
 
 /* ---- fair shares, server health, zone query rates ---- */
@@ -582,7 +623,10 @@ static void on_soa(struct eres *r, const uint8_t *msg, size_t len)
 /* Nameserver addresses without glue: A for each name, then AAAA for each. */
 static void next_nsaddr(struct eres *r)
 {
-	if (r->ns_i >= 2 * r->sv.nns) {
+	/* no lookups of addresses the pool would not send to (edns.outgoing) */
+	if (r->ns_i < r->sv.nns && !family_sendable(r->t->pool, AF_INET))
+		r->ns_i = r->sv.nns;
+	if (r->ns_i >= 2 * r->sv.nns || (r->ns_i >= r->sv.nns && !family_sendable(r->t->pool, AF_INET6))) {
 		eres_fail(r, &EDE_NO_ZONE, "no address for any nameserver");
 		return;
 	}
@@ -601,7 +645,7 @@ static void on_ns(struct eres *r, const uint8_t *msg, size_t len)
 	}
 	r->sv.naddr = 0;
 	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ADDITIONAL, false, NULL, 0);
-	if (r->sv.naddr > 0) {
+	if (keep_sendable(r) > 0) {
 		zcache_put(r, r->sv.ns_ttl);
 		wake_waiters(r);
 		eres_query(r);
@@ -614,7 +658,7 @@ static void on_ns(struct eres *r, const uint8_t *msg, size_t len)
 static void on_addr(struct eres *r, const uint8_t *msg, size_t len)
 {
 	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ANSWER, true, NULL, 0);
-	if (r->sv.naddr == 0) {
+	if (keep_sendable(r) == 0) {
 		next_nsaddr(r);
 		return;
 	}
@@ -676,25 +720,58 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 
 /* ---- the ECS-bearing upstream exchange ---- */
 
+/*
+ * A socket to "to", from one of edns.outgoing's addresses of its family
+ * (round robin) or, without the key, from whatever address the kernel
+ * routes by. UDP takes a random source port of our own choosing, not the
+ * kernel's next one; TCP the kernel's ephemeral port.
+ */
 static int open_upstream(struct eres *r, const struct sockaddr_storage *to, bool tcp)
 {
 	socklen_t tolen = to->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 	int fd = socket(to->ss_family, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (!tcp) {
-		/* A random source port of our own choosing, not the kernel's next one. */
-		struct sockaddr_storage local;
+	const struct conf_addr *src = pick_source(r->t, to->ss_family);
+	struct sockaddr_storage local;
+	if (src != NULL) {
+		memcpy(&local, &src->ss, sizeof(local));
+	} else {
 		memset(&local, 0, sizeof(local));
 		local.ss_family = to->ss_family;
-		for (int i = 0; i < 8; i++) {
+	}
+	bool bound = false;
+	if (!tcp) {
+		for (int i = 0; i < 8 && !bound; i++) {
 			uint16_t port = (uint16_t)(1024 + rnd32() % (65536 - 1024));
 			if (to->ss_family == AF_INET)
 				((struct sockaddr_in *)&local)->sin_port = htons(port);
 			else
 				((struct sockaddr_in6 *)&local)->sin6_port = htons(port);
-			if (bind(fd, (struct sockaddr *)&local, tolen) == 0)
-				break;
+			bound = bind(fd, (struct sockaddr *)&local, tolen) == 0;
+		}
+	}
+	if (src != NULL && !bound) {
+		/* TCP, or 8 random ports taken: the kernel's port, but our address
+		 * (connect() alone would pick the address by route). For TCP the
+		 * port waits for connect(), which can then share it among
+		 * destinations, instead of one per socket at bind(). */
+		int one = 1;
+		if (tcp)
+			setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+		if (to->ss_family == AF_INET)
+			((struct sockaddr_in *)&local)->sin_port = 0;
+		else
+			((struct sockaddr_in6 *)&local)->sin6_port = 0;
+		if (bind(fd, (struct sockaddr *)&local, tolen) != 0) {
+			int e = errno;
+			/* the address left the machine after the startup check: say so, once a second at most */
+			static _Atomic uint64_t warned_s;
+			uint64_t now_s = clock_ns() / 1000000000ull, last = atomic_load(&warned_s);
+			if (now_s != last && atomic_compare_exchange_strong(&warned_s, &last, now_s))
+				log_warn("EDNS pool: cannot send from edns.outgoing address %s: %s", src->text, strerror(e));
+			close(fd);
+			return -e;
 		}
 	}
 	/* connect() makes the kernel drop datagrams from other addresses/ports. */
@@ -725,6 +802,12 @@ static void eres_query(struct eres *r)
 	r->st = E_QUERY;
 	if (r->sv.naddr == 0) {
 		eres_fail(r, &EDE_NO_ZONE, "no servers");
+		return;
+	}
+	/* forward targets of a family edns.outgoing does not have go here;
+	 * discovered servers were sorted out as they were taken */
+	if (keep_sendable(r) == 0) {
+		eres_fail(r, &EDE_FAMILY, "no server of an address family edns.outgoing has");
 		return;
 	}
 	uint64_t now = clock_ns();
@@ -794,7 +877,7 @@ static void follow_referral(struct eres *r, const uint8_t *cut, size_t cut_len, 
 	r->tries = 0;
 	edns_servers_take_addrs(&r->sv, resp, len, WIRE_SECTION_ADDITIONAL, false, parent, parent_len);
 	close_sock(r);
-	if (r->sv.naddr > 0) {
+	if (keep_sendable(r) > 0) {
 		zcache_put(r, r->sv.ns_ttl);
 		eres_query(r);
 	} else {
@@ -1098,6 +1181,16 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 	p->threads = calloc(p->nthreads, sizeof(*p->threads));
 	if (p->threads == NULL)
 		goto fail;
+	/* edns.outgoing is read once: a restart key (daemon.c note_restart_keys) */
+	for (size_t i = 0; i < c->edns.noutgoing; i++) {
+		const struct conf_addr *a = &c->edns.outgoing[i];
+		int f = fam_idx(a->ss.ss_family);
+		struct conf_addr *grown = realloc(p->out[f], (p->nout[f] + 1) * sizeof(*grown));
+		if (grown == NULL)
+			goto fail;
+		p->out[f] = grown;
+		p->out[f][p->nout[f]++] = *a;
+	}
 	for (unsigned i = 0; i < p->nthreads; i++) {
 		struct ethread *t = &p->threads[i];
 		t->pool = p;
@@ -1112,7 +1205,9 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 		t->rates = calloc(RATE_SLOTS, sizeof(*t->rates));
 		t->zone_qps = (double)c->edns.zone_qps / p->nthreads;
 		/* zone cuts and addresses only; never the trust-anchor file's owner */
-		t->ctx = ubctx_new(c, NULL, &(struct ubctx_share){ .idx = 1, .of = 1 });
+		t->ctx = ubctx_new(c, NULL,
+		                   &(struct ubctx_share){ .idx = 1, .of = 1, .outgoing = c->edns.outgoing,
+		                                          .noutgoing = c->edns.noutgoing });
 		if (t->zcache == NULL || t->health == NULL || t->rates == NULL || t->ctx == NULL ||
 		    mq_init(&t->jobs) != 0)
 			goto fail;
@@ -1214,5 +1309,7 @@ void resolve_edns_free(struct resolve_edns *p)
 		free(t->rates);
 	}
 	free(p->threads);
+	free(p->out[0]);
+	free(p->out[1]);
 	free(p);
 }

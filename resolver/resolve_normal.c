@@ -339,7 +339,9 @@ static int thread_init(struct resolve_normal *p, struct nthread *t, const struct
 	t->base = event_base_new();
 	if (t->base == NULL)
 		return -1;
-	t->ctx = ubctx_new(c, t->base, &(struct ubctx_share){ .idx = t->idx, .of = p->nthreads });
+	t->ctx = ubctx_new(c, t->base,
+	                   &(struct ubctx_share){ .idx = t->idx, .of = p->nthreads, .outgoing = c->resolver.outgoing,
+	                                          .noutgoing = c->resolver.noutgoing });
 	if (t->ctx == NULL)
 		return -1;
 	t->jobs_ev = event_new(t->base, t->jobs.efd, EV_READ | EV_PERSIST, on_jobs, t);

@@ -53,6 +53,39 @@ static bool option_is(const char *name, const char *want)
 	return strncmp(name, want, n) == 0 && (name[n] == '\0' || (name[n] == ':' && name[n + 1] == '\0'));
 }
 
+/*
+ * The pool's source addresses. libunbound picks one of the destination's
+ * family at random for each query (and a random port), but a family with
+ * no interface is not ruled out by its iterator: it would still choose
+ * servers of that family, fail to send ("no outgoing interfaces of that
+ * family") and count the server as failed. do-ip4/do-ip6: no makes the
+ * iterator skip them; set after the operator's options, as no source of
+ * that family exists for the pool whatever they say.
+ */
+static int set_outgoing(struct ub_ctx *ctx, const struct ubctx_share *share)
+{
+	bool v4 = false, v6 = false;
+	for (size_t i = 0; i < share->noutgoing; i++) {
+		const struct conf_addr *a = &share->outgoing[i];
+		v4 |= a->ss.ss_family == AF_INET;
+		v6 |= a->ss.ss_family == AF_INET6;
+		int rc = ub_ctx_set_option(ctx, "outgoing-interface:", a->text);
+		if (rc != 0) {
+			log_err("outgoing address %s: %s", a->text, ub_strerror(rc));
+			return -1;
+		}
+	}
+	const char *off[2] = { v4 ? NULL : "do-ip4:", v6 ? NULL : "do-ip6:" };
+	for (int i = 0; i < 2; i++) {
+		int rc = off[i] ? ub_ctx_set_option(ctx, off[i], "no") : 0;
+		if (rc != 0) {
+			log_err("libunbound option %s no: %s", off[i], ub_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share)
 {
 	struct ub_ctx *ctx = base ? ub_ctx_create_event(base) : ub_ctx_create();
@@ -133,6 +166,8 @@ struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const st
 			goto fail;
 		}
 	}
+	if (share->noutgoing > 0 && set_outgoing(ctx, share) != 0)
+		goto fail;
 	return ctx;
 fail:
 	ub_ctx_delete(ctx);

@@ -17,7 +17,7 @@ struct event_base;
 #define UBCTX_OUTGOING_RANGE 8192u
 #define UBCTX_OUTGOING_MIN 1024u
 
-/* Which of a pool's contexts this is. */
+/* Which of a pool's contexts this is, and where the pool sends from. */
 struct ubctx_share {
 	unsigned idx; /* 0 maintains an RFC 5011 auto-trust-anchor-file given in
 	               * resolver.options; the others read that file as a plain
@@ -25,6 +25,11 @@ struct ubctx_share {
 	unsigned of;  /* contexts in the pool: each gets 1/of of
 	               * UBCTX_OUTGOING_RANGE (at least UBCTX_OUTGOING_MIN) and
 	               * of resolver.zone_qps (libunbound's ratelimit) */
+	/* The pool's source addresses (resolver.outgoing or edns.outgoing),
+	 * each an outgoing-interface; a family without one is turned off
+	 * (do-ip4/do-ip6: no). None: libunbound's wildcard, both families. */
+	const struct conf_addr *outgoing;
+	size_t noutgoing;
 };
 
 /**

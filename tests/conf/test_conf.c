@@ -165,6 +165,53 @@ static void test_addr_parse(void **state)
 	}
 }
 
+/* conf_source_parse_why: resolver.outgoing, edns.outgoing */
+
+static void test_source_parse(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		int family; /* 0: refused */
+		const char *norm;
+	} v[] = {
+		{ "192.0.2.1", AF_INET, "192.0.2.1" },
+		{ "127.0.0.77", AF_INET, "127.0.0.77" },
+		{ "2001:DB8:0::1", AF_INET6, "2001:db8::1" },
+		{ "::1", AF_INET6, "::1" },
+		{ "192.0.2.1@53", 0, NULL },     /* no port */
+		{ "[2001:db8::1]", 0, NULL },    /* brackets */
+		{ "0.0.0.0", 0, NULL },          /* wildcard */
+		{ "::", 0, NULL },               /* wildcard */
+		{ "224.0.0.1", 0, NULL },        /* multicast */
+		{ "239.255.255.255", 0, NULL },  /* multicast */
+		{ "ff05::1:3", 0, NULL },        /* multicast */
+		{ "255.255.255.255", 0, NULL },  /* broadcast */
+		{ "::ffff:192.0.2.1", 0, NULL }, /* IPv4-mapped */
+		{ "fe80::1", 0, NULL },          /* link-local */
+		{ "192.0.2.0/24", 0, NULL },     /* a prefix */
+		{ "localhost", 0, NULL },
+		{ "", 0, NULL },
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct conf_addr a;
+		const char *why = NULL;
+		int rc = conf_source_parse_why(v[i].text, &a, &why);
+		if (v[i].family == 0) {
+			if (rc != CONF_E_TARGET || why == NULL)
+				fail_msg("'%s' accepted (rc %d)", v[i].text, rc);
+			continue;
+		}
+		if (rc != 0 || a.ss.ss_family != v[i].family || strcmp(a.text, v[i].norm) != 0)
+			fail_msg("'%s': rc %d, family %d, text '%s'", v[i].text, rc, a.ss.ss_family, a.text);
+		/* port 0: the kernel (or the pool) picks the port */
+		uint16_t port = v[i].family == AF_INET ? ((const struct sockaddr_in *)&a.ss)->sin_port
+		                                       : ((const struct sockaddr_in6 *)&a.ss)->sin6_port;
+		assert_int_equal(port, 0);
+		assert_int_equal(a.len, v[i].family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	}
+}
+
 /* conf_name_normalize */
 
 static void test_name_normalize(void **state)
@@ -832,7 +879,8 @@ static void test_error_order(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_addr_parse),     cmocka_unit_test(test_name_normalize),
+		cmocka_unit_test(test_addr_parse),     cmocka_unit_test(test_source_parse),
+		cmocka_unit_test(test_name_normalize),
 		cmocka_unit_test(test_strerror),       cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_threads_auto),   cmocka_unit_test(test_full),
