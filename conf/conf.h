@@ -71,6 +71,7 @@ struct conf {
 		size_t nallow;
 		struct prefix *allow;
 		char *control;            /* control socket path */
+		struct conf_addr metrics; /* Prometheus /metrics and /health; len 0 = off */
 		char *store;              /* LMDB environment directory */
 		bool create_store;        /* create the store directory when missing */
 		unsigned tcp_idle_ms;     /* idle TCP connection timeout */

@@ -44,6 +44,7 @@ enum stype {
 #define SF_REQUIRED 2u /* must be present (with a value) */
 #define SF_NONEMPTY 4u /* a list that must have at least one item */
 #define SF_NODE 8u     /* node_off records the value's node; set twice across files is an error */
+#define SF_EMPTY_OFF 16u /* ST_TARGET: "" leaves the address unset (len 0): the feature is off */
 
 struct senum {
 	const char *name;
@@ -126,6 +127,8 @@ static const struct sitem server_items[] = {
 	  .defs = allow_defs },
 	{ .name = "control", .type = ST_PATH, FLD(CS, conf.server.control),
 	  .def = "/run/partdns/control.sock" },
+	/* no default port: a metrics port is the operator's choice, not a convention */
+	{ .name = "metrics", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.metrics) },
 	{ .name = "store", .type = ST_PATH, FLD(CS, conf.server.store),
 	  .def = "/var/lib/partdns" },
 	{ .name = "create_store", .type = ST_BOOL, FLD(CS, conf.server.create_store),
@@ -592,6 +595,14 @@ static int parse_target(struct loader *L, const struct sitem *it, const struct y
                         const char *s, void *dst)
 {
 	const char *why = NULL;
+	if (s[0] == '\0' && (it->flags & SF_EMPTY_OFF)) {
+		memset(dst, 0, sizeof(struct conf_addr));
+		return 0;
+	}
+	if (it->min == 0 && strchr(s, '@') == NULL) {
+		conf_error(L, n, true, "bad ADDR@PORT: the port is required, e.g. 127.0.0.1@9153");
+		return -1;
+	}
 	if (conf_addr_parse_why(s, (uint16_t)it->min, dst, &why) != 0) {
 		conf_error(L, n, true, "bad ADDR@PORT: %s", why);
 		return -1;

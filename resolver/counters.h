@@ -22,9 +22,9 @@ struct counters {
 
 #define COUNTERS_N (sizeof(struct counters) / sizeof(_Atomic uint64_t))
 
-/* Per partition, per worker. */
+/* Per partition, per worker. queries = udp + tcp; misses counts what start_miss counts (misses) for that partition. */
 struct partition_counters {
-	_Atomic uint64_t queries, hits, edns;
+	_Atomic uint64_t queries, hits, edns, udp, tcp, misses;
 };
 
 /** Bump a counter that only the calling thread writes. */
@@ -45,4 +45,46 @@ static inline void counters_add_to(const struct counters *c, uint64_t *sum)
 	const _Atomic uint64_t *f = (const _Atomic uint64_t *)c;
 	for (size_t i = 0; i < COUNTERS_N; i++)
 		sum[i] += atomic_load_explicit(&f[i], memory_order_relaxed);
+}
+
+/*
+ * A latency histogram with fixed buckets, written by one thread (relaxed
+ * single-writer stores like counter_inc), summed over threads at read time.
+ * Buckets are kept per bucket, not cumulative, so an observation is one
+ * store; the exposition cumulates them. Upper bounds in nanoseconds; the
+ * last bucket holds everything over the last bound.
+ */
+#define HIST_BOUNDS_NS \
+	X(100000) X(250000) X(500000) X(1000000) X(2500000) X(5000000) X(10000000) X(25000000) X(50000000) \
+	X(100000000) X(250000000) X(500000000) X(1000000000) X(2500000000) X(5000000000)
+#define HIST_NB 15 /* bounds in HIST_BOUNDS_NS */
+
+struct histogram {
+	_Atomic uint64_t bucket[HIST_NB + 1];
+	_Atomic uint64_t sum_ns;
+};
+
+static const uint64_t hist_bounds_ns[HIST_NB] = {
+#define X(b) b##ull,
+	HIST_BOUNDS_NS
+#undef X
+};
+
+/** Record one duration (ns) in a histogram that only the calling thread writes. */
+static inline void histogram_observe(struct histogram *h, uint64_t ns)
+{
+	size_t i = 0;
+	while (i < HIST_NB && ns > hist_bounds_ns[i])
+		i++;
+	counter_inc(&h->bucket[i]);
+	atomic_store_explicit(&h->sum_ns, atomic_load_explicit(&h->sum_ns, memory_order_relaxed) + ns,
+	                      memory_order_relaxed);
+}
+
+/** Add h's buckets to bucket[HIST_NB + 1] and its sum to *sum_ns. */
+static inline void histogram_add_to(const struct histogram *h, uint64_t *bucket, uint64_t *sum_ns)
+{
+	for (size_t i = 0; i <= HIST_NB; i++)
+		bucket[i] += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
+	*sum_ns += atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
 }

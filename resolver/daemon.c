@@ -19,6 +19,8 @@
 #include "resolver/inflight.h"
 #include "resolver/inspect.h"
 #include "resolver/log.h"
+#include "resolver/metrics.h"
+#include "resolver/metrics_http.h"
 #include "resolver/net.h"
 #include "resolver/resolve_edns.h"
 #include "resolver/resolve_normal.h"
@@ -41,6 +43,7 @@ struct daemon {
 	unsigned nworkers;
 	struct worker **workers;
 	struct control *control;
+	struct metrics_http *metrics; /* server.metrics; NULL when off */
 	time_t started;
 };
 
@@ -62,27 +65,35 @@ static int load_domains(struct daemon *d, struct domains **out, uint64_t *versio
 
 /* ---- control commands ---- */
 
-static int cmd_stats(void *arg, int argc, char **argv, FILE *out, FILE *err)
+/*
+ * Everything a report shows, read from the threads' own counters (summed
+ * here: each thread writes only its own). *s is the snapshot the partition
+ * names come from; release it and free v->part after writing.
+ */
+static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 {
-	struct daemon *d = arg;
-	struct stats_view v;
-	memset(&v, 0, sizeof(v));
-	for (unsigned i = 0; i < d->nworkers; i++)
-		counters_add_to(worker_counters(d->workers[i]), v.counters);
-	resolve_normal_counters(d->normal, v.counters);
-	resolve_edns_counters(d->edns, v.counters);
-	v.inflight_normal = resolve_normal_inflight(d->normal);
-	v.inflight_edns = resolve_edns_inflight(d->edns);
-	cache_get_stats(d->cache, &v.cache);
-	v.uptime = (uint64_t)(time(NULL) - d->started);
-	struct snapshot *s = snapshot_get(&d->snapshots);
-	v.partitions = s->conf->partitions.table;
-	v.edns_domains = domains_count(s->domains);
-	size_t np = ptable_size(v.partitions);
+	memset(v, 0, sizeof(*v));
+	for (unsigned i = 0; i < d->nworkers; i++) {
+		counters_add_to(worker_counters(d->workers[i]), v->listeners);
+		histogram_add_to(worker_response_time(d->workers[i]), v->response.bucket, &v->response.sum_ns);
+	}
+	resolve_normal_counters(d->normal, v->pool[STATS_POOL_NORMAL]);
+	resolve_edns_counters(d->edns, v->pool[STATS_POOL_EDNS]);
+	for (size_t i = 0; i < COUNTERS_N; i++)
+		v->counters[i] = v->listeners[i] + v->pool[STATS_POOL_NORMAL][i] + v->pool[STATS_POOL_EDNS][i];
+	resolve_normal_latency(d->normal, v->upstream[STATS_POOL_NORMAL].bucket, &v->upstream[STATS_POOL_NORMAL].sum_ns);
+	resolve_edns_latency(d->edns, v->upstream[STATS_POOL_EDNS].bucket, &v->upstream[STATS_POOL_EDNS].sum_ns);
+	v->inflight_normal = resolve_normal_inflight(d->normal);
+	v->inflight_edns = resolve_edns_inflight(d->edns);
+	cache_get_stats(d->cache, &v->cache);
+	v->uptime = (uint64_t)(time(NULL) - d->started);
+	*s = snapshot_get(&d->snapshots);
+	v->partitions = (*s)->conf->partitions.table;
+	v->edns_domains = domains_count((*s)->domains);
+	size_t np = ptable_size(v->partitions);
 	struct stats_partition *part = calloc(np + 1, sizeof(*part));
 	if (part == NULL) {
-		snapshot_release(s);
-		fprintf(err, "out of memory\n");
+		snapshot_release(*s);
 		return -ENOMEM;
 	}
 	for (size_t id = 0; id <= np; id++) {
@@ -91,11 +102,39 @@ static int cmd_stats(void *arg, int argc, char **argv, FILE *out, FILE *err)
 			part[id].queries += counter_get(&pc->queries);
 			part[id].hits += counter_get(&pc->hits);
 			part[id].edns += counter_get(&pc->edns);
+			part[id].udp += counter_get(&pc->udp);
+			part[id].tcp += counter_get(&pc->tcp);
+			part[id].misses += counter_get(&pc->misses);
 		}
 	}
-	v.part = part;
+	v->part = part;
+	return 0;
+}
+
+static int cmd_stats(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	struct daemon *d = arg;
+	struct stats_view v;
+	struct snapshot *s;
+	if (gather(d, &v, &s) != 0) {
+		fprintf(err, "out of memory\n");
+		return -ENOMEM;
+	}
 	stats_write(out, argc >= 2 && strcmp(argv[1], "json") == 0, &v);
-	free(part);
+	free((void *)v.part);
+	snapshot_release(s);
+	return 0;
+}
+
+/* GET /metrics (on the metrics server's thread). */
+static int collect_metrics(void *arg, FILE *out)
+{
+	struct stats_view v;
+	struct snapshot *s;
+	if (gather(arg, &v, &s) != 0)
+		return -ENOMEM;
+	metrics_write(out, &v);
+	free((void *)v.part);
 	snapshot_release(s);
 	return 0;
 }
@@ -317,6 +356,12 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		    control_register(d->control, "reload", cmd_reload, d) != 0)
 			goto fail;
 	}
+	/* bound now, after the listeners, so a busy metrics address fails the start; served from daemon_run */
+	if (c->server.metrics.len > 0) {
+		d->metrics = metrics_http_new(&c->server.metrics, takeover, collect_metrics, d);
+		if (d->metrics == NULL)
+			goto fail;
+	}
 	return d;
 fail:
 	daemon_free(d);
@@ -327,6 +372,7 @@ void daemon_free(struct daemon *d)
 {
 	if (d == NULL)
 		return;
+	metrics_http_free(d->metrics); /* first: a scrape reads the workers and pools */
 	control_free(d->control);
 	/* Pools fail their unfinished jobs into the workers' queues, which
 	 * worker_free then drains: pools go first. */
@@ -384,6 +430,8 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "cache.max_bytes";
 	if (old->edns.threads != neu->edns.threads)
 		what[n++] = "edns.threads";
+	if (strcmp(old->server.metrics.text, neu->server.metrics.text) != 0)
+		what[n++] = "server.metrics";
 	if (old->server.tcp_idle_ms != neu->server.tcp_idle_ms ||
 	    old->server.tcp_max_clients != neu->server.tcp_max_clients ||
 	    old->server.tcp_message_ms != neu->server.tcp_message_ms ||
@@ -511,6 +559,8 @@ int daemon_run(struct daemon *d)
 		rc = worker_start(d->workers[i]);
 	if (rc == 0 && d->control)
 		rc = control_start(d->control);
+	if (rc == 0 && d->metrics && metrics_http_start(d->metrics) != 0)
+		rc = -EIO;
 	if (rc != 0) {
 		log_err("cannot start threads: %s", strerror(-rc));
 		daemon_stop(d);
@@ -520,6 +570,10 @@ int daemon_run(struct daemon *d)
 			log_info("listening on %s (UDP, TCP)", s->conf->server.listen[i].text);
 		log_info("ready: %u worker(s), %u resolver thread(s), %u EDNS thread(s), %zu partition(s)", d->nworkers,
 		         s->conf->resolver.threads, s->conf->edns.threads, ptable_size(s->conf->partitions.table));
+		if (d->metrics) {
+			log_info("serving metrics on %s (HTTP GET /metrics, /health)", s->conf->server.metrics.text);
+			metrics_http_set_ready(d->metrics, true); /* /health: listeners, store and pools are up */
+		}
 		snapshot_release(s);
 	}
 
@@ -543,6 +597,8 @@ int daemon_run(struct daemon *d)
 			poll_store(d);
 		}
 	}
+	if (d->metrics) /* /health says 503 while shutting down; /metrics still answers */
+		metrics_http_set_ready(d->metrics, false);
 	control_stop(d->control);
 	for (unsigned i = 0; i < d->nworkers; i++)
 		worker_join(d->workers[i]);

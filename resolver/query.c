@@ -204,6 +204,7 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
                       size_t prefix_len, uint8_t *out, size_t limit)
 {
 	counter_inc(&x->ctr->misses);
+	counter_inc(&x->pctr[rt->part].misses);
 	if (!(q->flags & WIRE_FLAG_RD)) {
 		/* RD=0: answered from the cache only, as Unbound's allow_snoop does */
 		static const struct wire_ede not_cached = { WIRE_EDE_NOT_AUTHORITATIVE, "not in cache (RD=0)" };
@@ -349,6 +350,7 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 	if (classify_client(c, &q, &who) != 0)
 		return reply_error(x, &q, WIRE_RCODE_REFUSED, NULL, NULL, out, limit);
 	counter_inc(&x->pctr[who.part].queries);
+	counter_inc(cl->tcp ? &x->pctr[who.part].tcp : &x->pctr[who.part].udp);
 
 	/* route: an EDNS domain of a real partition goes per partition */
 	struct route rt; /* fields set one by one: an initializer would zero the key buffer on every query */
@@ -432,9 +434,13 @@ int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, siz
 	    answer_as_chain(x, wt, out, limit, &len))
 		return len;
 	const struct ecs *echo = wt->echo ? &wt->echo_ecs : NULL;
-	if (r == NULL || r->rcode >= 0)
-		return reply_error(x, &wt->q, r ? r->rcode : WIRE_RCODE_SERVFAIL, echo, r && r->has_ede ? &r->ede : NULL,
-		                   out, limit);
+	if (r == NULL || r->rcode >= 0) {
+		len = reply_error(x, &wt->q, r ? r->rcode : WIRE_RCODE_SERVFAIL, echo, r && r->has_ede ? &r->ede : NULL,
+		                  out, limit);
+		if (len > 0 && x->resp_time)
+			histogram_observe(x->resp_time, clock_ns() - wt->start_ns);
+		return len;
+	}
 	if (r->stale) {
 		counter_inc(&x->ctr->stale);
 		len = wire_answer_write_stale(&wt->q, r->blob, r->blob_len, INFLIGHT_STALE_TTL, echo, &stale_ede, out,
@@ -443,7 +449,10 @@ int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, siz
 		len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
 	}
 	if (len <= 0)
-		return reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, NULL, out, limit);
-	count_reply(x, out);
+		len = reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, NULL, out, limit);
+	else
+		count_reply(x, out);
+	if (len > 0 && x->resp_time)
+		histogram_observe(x->resp_time, clock_ns() - wt->start_ns);
 	return len;
 }

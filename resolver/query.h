@@ -28,6 +28,7 @@ struct query_ctx {
 	void *dispatch_arg;
 	struct counters *ctr;
 	struct partition_counters *pctr; /* PARTITION_MAX + 1 */
+	struct histogram *resp_time;    /* query to reply of each waiter answered (query_answer); NULL: not kept */
 	struct ratelimit *rl;           /* this thread's client rates (server.client_qps) */
 	unsigned slip;                  /* over-limit UDP queries seen, for client_limit_action slip */
 };

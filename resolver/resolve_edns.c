@@ -112,6 +112,7 @@ struct ethread {
 	struct zrate *rates;
 	double zone_qps;       /* this thread's share of edns.zone_qps; 0 = no limit */
 	struct counters ctr;
+	struct histogram latency; /* an upstream query sent to its matching response */
 	unsigned out_next[2];  /* round robin over the pool's IPv4, IPv6 source addresses */
 	uint8_t buf[65535 + 2];
 };
@@ -902,6 +903,8 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 		r->mismatched = true;
 	} else {
 		server_answered(r);
+		/* the query went out timeout_ms before its deadline (eres_query) */
+		histogram_observe(&r->t->latency, clock_ns() + (uint64_t)job->timeout_ms * 1000000ull - r->deadline_ns);
 	}
 	if (v.scrubbed > 0)
 		log_debug("EDNS answer for partition %s: %u record(s) the server may not give dropped", part_name(job),
@@ -1259,6 +1262,12 @@ void resolve_edns_counters(struct resolve_edns *p, uint64_t *sum)
 {
 	for (unsigned i = 0; i < p->nthreads; i++)
 		counters_add_to(&p->threads[i].ctr, sum);
+}
+
+void resolve_edns_latency(struct resolve_edns *p, uint64_t *bucket, uint64_t *sum_ns)
+{
+	for (unsigned i = 0; i < p->nthreads; i++)
+		histogram_add_to(&p->threads[i].latency, bucket, sum_ns);
 }
 
 int resolve_edns_start(struct resolve_edns *p)

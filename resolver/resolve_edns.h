@@ -26,4 +26,6 @@ void resolve_edns_free(struct resolve_edns *p);
 int resolve_edns_submit(struct resolve_edns *p, struct job *job);
 /** Add the pool threads' counters to sum[COUNTERS_N]. */
 void resolve_edns_counters(struct resolve_edns *p, uint64_t *sum);
+/** Add the latencies of upstream queries answered (a matching response) to bucket[HIST_NB + 1], *sum_ns. */
+void resolve_edns_latency(struct resolve_edns *p, uint64_t *bucket, uint64_t *sum_ns);
 unsigned resolve_edns_inflight(struct resolve_edns *p);

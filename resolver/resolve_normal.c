@@ -75,6 +75,7 @@ struct nthread {
 	unsigned ticks;
 	uint16_t *zone_count;   /* NORMAL_ZONE_SLOTS lookups in flight per parent domain */
 	struct counters ctr;
+	struct histogram latency; /* ub_resolve_event to its callback, lookups answered before the deadline */
 	uint8_t answer[65535]; /* libunbound's packet is read-only: the AD bit is set on a copy */
 };
 
@@ -92,6 +93,12 @@ void resolve_normal_counters(struct resolve_normal *p, uint64_t *sum)
 {
 	for (unsigned i = 0; i < p->nthreads; i++)
 		counters_add_to(&p->threads[i].ctr, sum);
+}
+
+void resolve_normal_latency(struct resolve_normal *p, uint64_t *bucket, uint64_t *sum_ns)
+{
+	for (unsigned i = 0; i < p->nthreads; i++)
+		histogram_add_to(&p->threads[i].latency, bucket, sum_ns);
 }
 
 unsigned resolve_normal_inflight(struct resolve_normal *p)
@@ -206,9 +213,11 @@ static void resolved(void *arg, int rcode, void *packet, int len, int sec, char 
 	struct ticket *tk = arg;
 	struct nthread *t = tk->t;
 	struct job *job = tk->job;
+	uint64_t start_ns = tk->start_ns;
 	ticket_put(t, tk);
 	if (job == NULL)
 		return; /* the deadline answered its clients */
+	histogram_observe(&t->latency, clock_ns() - start_ns);
 	atomic_fetch_sub(&t->pool->inflight, 1);
 	/* libunbound says why only for DNSSEC: other failures are just failures */
 	static const struct wire_ede failed = { WIRE_EDE_OTHER, "resolution failed" };

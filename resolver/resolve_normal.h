@@ -24,4 +24,6 @@ void resolve_normal_free(struct resolve_normal *p);
 int resolve_normal_submit(struct resolve_normal *p, struct job *job);
 /** Add the pool's counters to sum[COUNTERS_N]. */
 void resolve_normal_counters(struct resolve_normal *p, uint64_t *sum);
+/** Add the pool's lookup latencies (libunbound, answered or failed before the deadline) to bucket[HIST_NB + 1], *sum_ns. */
+void resolve_normal_latency(struct resolve_normal *p, uint64_t *bucket, uint64_t *sum_ns);
 unsigned resolve_normal_inflight(struct resolve_normal *p);

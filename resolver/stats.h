@@ -12,8 +12,16 @@
 
 /* Per partition, summed over the workers. */
 struct stats_partition {
-	uint64_t queries, hits, edns;
+	uint64_t queries, hits, edns, udp, tcp, misses;
 };
+
+/* A histogram summed over threads: per-bucket counts (HIST_NB + 1, the last over every bound) and the sum. */
+struct stats_hist {
+	uint64_t bucket[HIST_NB + 1];
+	uint64_t sum_ns;
+};
+
+enum { STATS_POOL_NORMAL, STATS_POOL_EDNS, STATS_POOLS };
 
 /* Everything one report shows, gathered first so writing it needs no locks. */
 struct stats_view {
@@ -24,6 +32,11 @@ struct stats_view {
 	size_t edns_domains;
 	const struct ptable *partitions;     /* names by id */
 	const struct stats_partition *part;  /* ptable_size(partitions) + 1 entries, by id */
+	/* the same counters by where they were counted (metrics.c): counters = listeners + both pools */
+	uint64_t listeners[COUNTERS_N];
+	uint64_t pool[STATS_POOLS][COUNTERS_N];
+	struct stats_hist upstream[STATS_POOLS]; /* upstream latency per pool */
+	struct stats_hist response;              /* client response time of answered misses */
 };
 
 /** Write the report: "name value" lines, or one JSON object. */

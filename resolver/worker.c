@@ -32,6 +32,7 @@ struct worker {
 	uint64_t snap_gen;
 	struct counters ctr;
 	struct partition_counters *pctr; /* PARTITION_MAX + 1 */
+	struct histogram resp_time;
 	uint8_t reply[65535];
 };
 
@@ -43,6 +44,11 @@ struct counters *worker_counters(struct worker *w)
 struct partition_counters *worker_partition_counters(struct worker *w)
 {
 	return w->pctr;
+}
+
+struct histogram *worker_response_time(struct worker *w)
+{
+	return &w->resp_time;
 }
 
 static int ep_add(struct worker *w, struct net_ev *ev, uint32_t events)
@@ -110,7 +116,8 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 			goto fail;
 	}
 	w->qx = (struct query_ctx){ .cache = env->cache, .inflight = env->inflight, .replies = &w->replies,
-	                            .dispatch = dispatch, .dispatch_arg = w, .ctr = &w->ctr, .pctr = w->pctr };
+	                            .dispatch = dispatch, .dispatch_arg = w, .ctr = &w->ctr, .pctr = w->pctr,
+	                            .resp_time = &w->resp_time };
 	w->qx.rl = ratelimit_new(c->server.client_qps, c->server.client_prefix4, c->server.client_prefix6);
 	if (w->qx.rl == NULL)
 		goto fail;

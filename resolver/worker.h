@@ -34,3 +34,5 @@ void worker_free(struct worker *w);
 struct counters *worker_counters(struct worker *w);
 /** PARTITION_MAX + 1 counters, by partition id. */
 struct partition_counters *worker_partition_counters(struct worker *w);
+/** Response times of the misses this worker answered (query_answer). */
+struct histogram *worker_response_time(struct worker *w);

@@ -6,13 +6,14 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config                 # toolchain
   libunbound-dev libevent-dev libldns-dev liblmdb-dev libyaml-dev libcmocka-dev   # libraries (libunbound.pc requires libevent)
+  libmicrohttpd-dev                                 # server.metrics: the Prometheus endpoint's HTTP
   clang libclang-rt-14-dev                          # libFuzzer targets
   knot knot-module-geoip knot-module-dnstap knot-dnsutils  # authoritative hierarchy + GSLB (query log) for tests
   unbound                                           # reference ECS recursor
   bind9-dnsutils dnsperf iproute2 lmdb-utils procps # dig, benchmarks, ss, pgrep
-)
   prometheus curl                                   # promtool check metrics and scrapes in test_metrics.sh
   socat util-linux                                  # a syslog socket for tests, unshare
+)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The Prometheus text exposition (format 0.0.4) of a stats_view: the same
+ * per-thread counters partdnsctl stats prints, summed at read time, under
+ * partdns_* names. What each family counts, exactly, is its HELP text.
+ */
+#include "resolver/metrics.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "partition/partition.h"
+
+/* Index of each counter in a COUNTERS_N array. */
+enum {
+#define COUNTER_INDEX(n) C_##n,
+	COUNTER_LIST(COUNTER_INDEX)
+#undef COUNTER_INDEX
+};
+
+static const char *const pool_names[STATS_POOLS] = { "normal", "edns" };
+
+size_t metrics_escape_label(const char *in, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = in; *p; p++) {
+		char esc = *p == '\\' ? '\\' : *p == '"' ? '"' : *p == '\n' ? 'n' : 0;
+		char two[2] = { '\\', esc };
+		const char *s = esc ? two : p;
+		size_t k = esc ? 2 : 1;
+		for (size_t i = 0; i < k; i++, n++)
+			if (cap > 0 && n < cap - 1)
+				out[n] = s[i];
+	}
+	if (cap > 0)
+		out[n < cap ? n : cap - 1] = '\0';
+	return n;
+}
+
+static void family(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A family with one unlabelled sample. */
+static void single(FILE *out, const char *name, const char *type, const char *help, uint64_t v)
+{
+	family(out, name, type, help);
+	fprintf(out, "%s %" PRIu64 "\n", name, v);
+}
+
+/* le="..." in seconds, as Prometheus prints bounds (shortest exact decimal). */
+static void write_le(FILE *out, uint64_t ns)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%" PRIu64 ".%09" PRIu64, ns / 1000000000u, ns % 1000000000u);
+	size_t len = strlen(buf);
+	while (buf[len - 1] == '0')
+		buf[--len] = '\0';
+	if (buf[len - 1] == '.')
+		buf[--len] = '\0';
+	fputs(buf, out);
+}
+
+void metrics_write_histogram(FILE *out, const char *name, const char *labels, const struct stats_hist *h)
+{
+	const char *sep = labels[0] ? "," : "";
+	uint64_t cum = 0;
+	for (size_t i = 0; i < HIST_NB; i++) {
+		cum += h->bucket[i];
+		fprintf(out, "%s_bucket{%s%sle=\"", name, labels, sep);
+		write_le(out, hist_bounds_ns[i]);
+		fprintf(out, "\"} %" PRIu64 "\n", cum);
+	}
+	cum += h->bucket[HIST_NB];
+	fprintf(out, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, cum);
+	const char *open = labels[0] ? "{" : "", *close = labels[0] ? "}" : "";
+	fprintf(out, "%s_sum%s%s%s %" PRIu64 ".%09" PRIu64 "\n", name, open, labels, close, h->sum_ns / 1000000000u,
+	        h->sum_ns % 1000000000u);
+	fprintf(out, "%s_count%s%s%s %" PRIu64 "\n", name, open, labels, close, cum);
+}
+
+/* One counter per pool, from the pools' own counters. */
+static void per_pool(FILE *out, const struct stats_view *v, const char *name, const char *help, const int idx[2])
+{
+	family(out, name, "counter", help);
+	for (int p = 0; p < STATS_POOLS; p++)
+		fprintf(out, "%s{pool=\"%s\"} %" PRIu64 "\n", name, pool_names[p], idx[p] < 0 ? 0 : v->pool[p][idx[p]]);
+}
+
+static void write_global(FILE *out, const struct stats_view *v)
+{
+	const uint64_t *l = v->listeners;
+	single(out, "partdns_uptime_seconds", "gauge", "Seconds since the daemon started.", v->uptime);
+
+	family(out, "partdns_queries_total", "counter",
+	       "DNS messages received from clients, by transport, before any check (malformed, refused, "
+	       "rate-limited and dropped ones included).");
+	fprintf(out, "partdns_queries_total{transport=\"udp\"} %" PRIu64 "\n", l[C_udp]);
+	fprintf(out, "partdns_queries_total{transport=\"tcp\"} %" PRIu64 "\n", l[C_tcp]);
+
+	family(out, "partdns_responses_total", "counter",
+	       "Replies written to clients, by response code (a slipped empty TC=1 reply is not counted here; "
+	       "see partdns_truncated_total).");
+	static const struct {
+		const char *rcode;
+		int idx;
+	} rcodes[] = { { "NOERROR", C_noerror }, { "NXDOMAIN", C_nxdomain }, { "SERVFAIL", C_servfail },
+	               { "REFUSED", C_refused }, { "FORMERR", C_formerr },   { "NOTIMP", C_notimp },
+	               { "BADVERS", C_badvers } };
+	for (size_t i = 0; i < sizeof(rcodes) / sizeof(rcodes[0]); i++)
+		fprintf(out, "partdns_responses_total{rcode=\"%s\"} %" PRIu64 "\n", rcodes[i].rcode, l[rcodes[i].idx]);
+
+	single(out, "partdns_dropped_total", "counter",
+	       "Client queries dropped without a reply (unparseable, unknown address family, over server.client_qps "
+	       "with action drop or slip).", l[C_dropped]);
+	single(out, "partdns_truncated_total", "counter", "Replies sent with TC=1 (too large for UDP, or slipped).",
+	       l[C_truncated]);
+	single(out, "partdns_ratelimited_total", "counter", "Client queries over server.client_qps.", l[C_ratelimited]);
+	single(out, "partdns_cache_hits_total", "counter",
+	       "Queries answered from the cache (stale answers and CNAME-chain continuations found cached included).",
+	       l[C_hits]);
+	single(out, "partdns_cache_misses_total", "counter",
+	       "Queries that found no usable cache entry and waited for a resolution (joined or started; RD=0 "
+	       "misses, refused at once, included).", l[C_misses]);
+	single(out, "partdns_coalesced_total", "counter",
+	       "Misses that joined an identical resolution already in flight.", l[C_coalesced]);
+	single(out, "partdns_prefetches_total", "counter", "Background refreshes started by cache.prefetch.",
+	       l[C_prefetches]);
+	single(out, "partdns_stale_answers_total", "counter",
+	       "Answers served stale (cache.serve_stale, RFC 8767).", l[C_stale]);
+	single(out, "partdns_overload_total", "counter",
+	       "Resolutions refused because their pool was full (answered SERVFAIL).", l[C_overload]);
+
+	family(out, "partdns_resolutions_total", "counter",
+	       "Resolutions started by clients' misses and prefetches, by pool (coalesced misses start none).");
+	fprintf(out, "partdns_resolutions_total{pool=\"normal\"} %" PRIu64 "\n", l[C_normal_queries]);
+	fprintf(out, "partdns_resolutions_total{pool=\"edns\"} %" PRIu64 "\n", l[C_edns_queries]);
+
+	per_pool(out, v, "partdns_upstream_queries_total",
+	         "Upstream queries by pool: for normal, lookups handed to libunbound (its own packets to "
+	         "authorities are not seen); for edns, queries sent to authorities or forwarders, each with ECS.",
+	         (const int[]){ C_ub_lookups, C_upstream_queries });
+	per_pool(out, v, "partdns_upstream_timeouts_total",
+	         "Upstream timeouts by pool: for normal, lookups failed at the 4 s deadline; for edns, queries "
+	         "unanswered within edns.timeout_ms plus resolutions over their whole-resolution limit.",
+	         (const int[]){ C_upstream_timeouts, C_upstream_timeouts });
+	per_pool(out, v, "partdns_upstream_failures_total",
+	         "Upstream failures by pool: for normal, libunbound lookups that failed or returned SERVFAIL; for "
+	         "edns, exchanges that failed (socket errors, bad answers) before the next server was tried.",
+	         (const int[]){ C_upstream_errors, C_upstream_errors });
+	single(out, "partdns_ecs_queries_sent_total", "counter",
+	       "Queries sent with an EDNS Client Subnet option (the EDNS pool's upstream queries).",
+	       v->pool[STATS_POOL_EDNS][C_upstream_queries]);
+	single(out, "partdns_upstream_mismatches_total", "counter",
+	       "EDNS-pool responses that did not match their query (ID, question or ECS).",
+	       v->pool[STATS_POOL_EDNS][C_upstream_mismatch]);
+	single(out, "partdns_zone_cut_lookups_total", "counter",
+	       "libunbound lookups of the EDNS pool to find zone cuts and server addresses.",
+	       v->pool[STATS_POOL_EDNS][C_ub_lookups]);
+	single(out, "partdns_zone_limited_total", "counter",
+	       "Normal-pool lookups failed at once because their parent domain had resolver.zone_inflight in "
+	       "flight.", v->pool[STATS_POOL_NORMAL][C_zone_limited]);
+
+	family(out, "partdns_inflight", "gauge", "Resolutions in flight now, by pool.");
+	fprintf(out, "partdns_inflight{pool=\"normal\"} %u\n", v->inflight_normal);
+	fprintf(out, "partdns_inflight{pool=\"edns\"} %u\n", v->inflight_edns);
+
+	single(out, "partdns_cache_entries", "gauge", "Entries in the cache now (expired ones until reaped).",
+	       v->cache.entries);
+	single(out, "partdns_cache_bytes", "gauge", "Memory charged to the cache now: entries and hash tables.",
+	       v->cache.bytes);
+	single(out, "partdns_cache_max_bytes", "gauge", "The cache's cap (cache.max_bytes).", v->cache.max_bytes);
+	single(out, "partdns_cache_inserts_total", "counter", "Answers stored in the cache.", v->cache.inserts);
+	single(out, "partdns_cache_evictions_total", "counter", "Cache entries removed to make room.",
+	       v->cache.evictions);
+	single(out, "partdns_edns_domains", "gauge", "EDNS domains in the running domain set.", v->edns_domains);
+
+	family(out, "partdns_tcp_refused_total", "counter",
+	       "TCP connections closed at accept: over server.tcp_max_per_client, or the thread full with none idle.");
+	fprintf(out, "partdns_tcp_refused_total{reason=\"per_client\"} %" PRIu64 "\n", l[C_tcp_refused_client]);
+	fprintf(out, "partdns_tcp_refused_total{reason=\"full\"} %" PRIu64 "\n", l[C_tcp_refused_full]);
+	family(out, "partdns_tcp_closed_total", "counter",
+	       "TCP connections closed by partdns: evicted for a new one, too slow a message, idle.");
+	fprintf(out, "partdns_tcp_closed_total{reason=\"evicted\"} %" PRIu64 "\n", l[C_tcp_evicted]);
+	fprintf(out, "partdns_tcp_closed_total{reason=\"slow\"} %" PRIu64 "\n", l[C_tcp_slow_closed]);
+	fprintf(out, "partdns_tcp_closed_total{reason=\"idle\"} %" PRIu64 "\n", l[C_tcp_idle_closed]);
+
+	family(out, "partdns_upstream_latency_seconds", "histogram",
+	       "Upstream latency by pool: for normal, from handing a lookup to libunbound to its answer or failure "
+	       "before the deadline (cache hits inside libunbound included); for edns, from sending a query to its "
+	       "matching response.");
+	for (int p = 0; p < STATS_POOLS; p++) {
+		char labels[32];
+		snprintf(labels, sizeof(labels), "pool=\"%s\"", pool_names[p]);
+		metrics_write_histogram(out, "partdns_upstream_latency_seconds", labels, &v->upstream[p]);
+	}
+	family(out, "partdns_response_seconds", "histogram",
+	       "Client response time of cache misses answered after a resolution (joined or started): from the "
+	       "query's arrival to its reply; a partitioned client's CNAME chain continued through the EDNS pool "
+	       "counts from that continuation. Cache hits are not in it.");
+	metrics_write_histogram(out, "partdns_response_seconds", "", &v->response);
+}
+
+static void write_partitions(FILE *out, const struct stats_view *v)
+{
+	size_t np = ptable_size(v->partitions);
+	static const struct {
+		const char *name, *help;
+	} fam[] = {
+		{ "partdns_partition_queries_total",
+		  "Queries from clients classified into the partition (after the allow list, rate limit and "
+		  "ANY/AXFR/class checks), by transport; partition \"common\" holds the unpartitioned." },
+		{ "partdns_partition_cache_hits_total", "Queries of the partition answered from the cache." },
+		{ "partdns_partition_cache_misses_total",
+		  "Queries of the partition that waited for a resolution (as partdns_cache_misses_total)." },
+		{ "partdns_partition_ecs_resolutions_total",
+		  "Resolutions started through the EDNS pool with the partition's mapped ECS identity." },
+	};
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		family(out, fam[f].name, "counter", fam[f].help);
+		for (size_t id = 0; id <= np; id++) {
+			char label[256];
+			metrics_escape_label(ptable_name(v->partitions, (unsigned)id), label, sizeof(label));
+			const struct stats_partition *p = &v->part[id];
+			if (f == 0) {
+				fprintf(out, "%s{partition=\"%s\",transport=\"udp\"} %" PRIu64 "\n", fam[f].name, label, p->udp);
+				fprintf(out, "%s{partition=\"%s\",transport=\"tcp\"} %" PRIu64 "\n", fam[f].name, label, p->tcp);
+				continue;
+			}
+			uint64_t val = f == 1 ? p->hits : f == 2 ? p->misses : p->edns;
+			fprintf(out, "%s{partition=\"%s\"} %" PRIu64 "\n", fam[f].name, label, val);
+		}
+	}
+}
+
+void metrics_write(FILE *out, const struct stats_view *v)
+{
+	write_global(out, v);
+	write_partitions(out, v);
+}
