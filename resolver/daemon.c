@@ -18,6 +18,7 @@
 #include "resolver/clock.h"
 #include "resolver/inflight.h"
 #include "resolver/inspect.h"
+#include "resolver/probe.h"
 #include "resolver/log.h"
 #include "resolver/metrics.h"
 #include "resolver/metrics_http.h"
@@ -42,6 +43,7 @@ struct daemon {
 	struct resolve_edns *edns;
 	unsigned nworkers;
 	struct worker **workers;
+	struct probe *probe;         /* partdnsctl query */
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */
 	time_t started;
@@ -156,6 +158,19 @@ static bool flush_match(const uint8_t *key, size_t klen, void *arg)
 	                memcmp(key + ROUTE_KEY_HDR, f->name, f->name_len) != 0))
 		return false;
 	return true;
+}
+
+/* "query name=NAME [type=T] partition=P" */
+static int cmd_query(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	struct daemon *d = arg;
+	const char *name = control_arg(argc - 1, argv + 1, "name");
+	if (name == NULL) {
+		fprintf(err, "query: no name\n");
+		return -EINVAL;
+	}
+	return probe_query(d->probe, name, control_arg(argc - 1, argv + 1, "type"),
+	                   control_arg(argc - 1, argv + 1, "partition"), out, err);
 }
 
 /* "cache flush [name=NAME] [partition=P]", "cache lookup name=NAME [type=T] [partition=P]" */
@@ -350,9 +365,11 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		control_set_log(control_log);
 		if (takeover)
 			unlink(c->server.control); /* the old daemon keeps serving on its unlinked socket until it stops */
-		d->control = control_new(c->server.control, d->stop_fd);
+		d->probe = probe_new(&d->snapshots, d->cache, d->inflight, d->normal, d->edns);
+		d->control = d->probe != NULL ? control_new(c->server.control, d->stop_fd) : NULL;
 		if (d->control == NULL || control_register(d->control, "stats", cmd_stats, d) != 0 ||
 		    control_register(d->control, "cache", cmd_cache, d) != 0 ||
+		    control_register(d->control, "query", cmd_query, d) != 0 ||
 		    control_register(d->control, "reload", cmd_reload, d) != 0)
 			goto fail;
 	}
@@ -378,6 +395,7 @@ void daemon_free(struct daemon *d)
 	 * worker_free then drains: pools go first. */
 	resolve_normal_free(d->normal);
 	resolve_edns_free(d->edns);
+	probe_free(d->probe); /* after the pools: they end its last waiter, if any */
 	if (d->workers)
 		for (unsigned i = 0; i < d->nworkers; i++)
 			worker_free(d->workers[i]);

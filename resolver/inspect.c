@@ -53,8 +53,26 @@ static int make_query(const uint8_t *name, size_t name_len, uint16_t type, uint8
 	return (int)(12 + name_len + 4);
 }
 
-/* The records of the reply a client would get now, one per line, as dig shows them. */
-static void print_reply(FILE *out, const uint8_t *reply, size_t len)
+uint16_t inspect_type(const char *text)
+{
+	return (uint16_t)ldns_get_rr_type_by_name(text);
+}
+
+/* The Extended DNS Errors (RFC 8914) of the reply, if any. */
+static void print_ede(FILE *out, ldns_pkt *pkt)
+{
+	ldns_edns_option_list *opts = ldns_pkt_edns_get_option_list(pkt);
+	for (size_t i = 0; opts && i < ldns_edns_option_list_get_count(opts); i++) {
+		ldns_edns_option *o = ldns_edns_option_list_get_option(opts, i);
+		if (o == NULL || ldns_edns_get_code(o) != 15 || ldns_edns_get_size(o) < 2)
+			continue;
+		const uint8_t *d = ldns_edns_get_data(o);
+		int tl = (int)ldns_edns_get_size(o) - 2;
+		fprintf(out, "  EDE %u: %.*s\n", (unsigned)(d[0] << 8 | d[1]), tl, (const char *)d + 2);
+	}
+}
+
+void inspect_print_reply(FILE *out, const uint8_t *reply, size_t len)
 {
 	ldns_pkt *pkt = NULL;
 	if (ldns_wire2pkt(&pkt, reply, len) != LDNS_STATUS_OK) {
@@ -65,6 +83,7 @@ static void print_reply(FILE *out, const uint8_t *reply, size_t len)
 	fprintf(out, "  rcode %s, %zu answer, %zu authority record(s)\n", rcode ? rcode : "?",
 	        (size_t)ldns_pkt_ancount(pkt), (size_t)ldns_pkt_nscount(pkt));
 	free(rcode);
+	print_ede(out, pkt);
 	ldns_rr_list *sections[] = { ldns_pkt_answer(pkt), ldns_pkt_authority(pkt) };
 	for (size_t s = 0; s < 2; s++)
 		for (size_t i = 0; sections[s] && i < ldns_rr_list_rr_count(sections[s]); i++) {
@@ -92,7 +111,7 @@ int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const
 	}
 	uint16_t qtype = LDNS_RR_TYPE_A;
 	if (type != NULL) {
-		qtype = (uint16_t)ldns_get_rr_type_by_name(type);
+		qtype = inspect_type(type);
 		if (qtype == 0) {
 			fprintf(err, "unknown type '%s'\n", type);
 			return -EINVAL;
@@ -177,7 +196,7 @@ int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const
 	uint32_t age = e.hit.stale ? 0 : now - e.hit.stored_at;
 	int len = wire_answer_write(&q, pkt, v.blob, v.blob_len, age, NULL, reply, sizeof(reply));
 	if (len > 0)
-		print_reply(out, reply, (size_t)len);
+		inspect_print_reply(out, reply, (size_t)len);
 	else
 		fprintf(out, "  (the entry could not be written as a reply: %d)\n", len);
 	free(e.val);

@@ -2,6 +2,7 @@
 /* This file is private to resolver/. Cache inspection for the control socket (partdnsctl cache lookup). */
 #pragma once
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "resolver/cache.h"
@@ -19,3 +20,9 @@
  */
 int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const char *name, const char *type,
                          const char *partition, FILE *out, FILE *err);
+
+/** A record type by name ("AAAA"). @return the type, or 0 when unknown. */
+uint16_t inspect_type(const char *text);
+
+/** A DNS reply as dig shows it: rcode, Extended DNS Errors, answer and authority records. */
+void inspect_print_reply(FILE *out, const uint8_t *reply, size_t len);

@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # partdnsctl cache lookup: what the cache holds for a name, per city, as a
 # client of that city would be answered; the identity that fetched it.
+# partdnsctl query: resolve as a client of a city would, through the real
+# query path.
 . "$(dirname "$0")/lib.sh"
 harness_init cache_lookup
 harness_start_all
@@ -45,5 +47,23 @@ assert_eq "a type with a space is a usage error (exit 2)" "2" "$rc"
 rc=0; out=$(ctl cache lookup video.cdn.test --type NOSUCHTYPE 2>&1) || rc=$?
 assert_eq "an unknown type is an error (exit 1)" "1" "$rc"
 assert_contains "... naming it" "unknown type 'NOSUCHTYPE'" "$out"
+# query: as a client of wuxi, which never asked: resolved through the EDNS pool with wuxi's identity
+out=$(pdctl query video.cdn.test --partition wuxi)
+log "$out"
+assert_contains "query as wuxi: resolved" "resolved in" "$out"
+assert_contains "... wuxi's node" "203.0.113.3" "$out"
+assert_contains "... from wuxi's first prefix" "(127.0.3.0)" "$out"
+assert_contains "and now wuxi's entry is cached, fetched with wuxi's mapped address" "198.51.100.3/32" \
+  "$(pdctl cache lookup video.cdn.test --partition wuxi)"
+out=$(pdctl query video.cdn.test --partition nanjing)
+assert_contains "query as nanjing: from the cache" "from the cache" "$out"
+assert_contains "... nanjing's node" "203.0.113.1" "$out"
+out=$(pdctl query "q$RANDOM.dead.example" --partition suzhou)
+assert_contains "a name whose server never answers: SERVFAIL" "rcode SERVFAIL" "$out"
+assert_contains "... with the Extended DNS Error" "EDE " "$out"
+rc=0; out=$(ctl query video.cdn.test 2>&1) || rc=$?
+assert_eq "query without --partition is a usage error (exit 2)" "2" "$rc"
+rc=0; out=$(ctl query video.cdn.test --partition atlantis 2>&1) || rc=$?
+assert_eq "query as an unknown partition is an error (exit 1)" "1" "$rc"
 partdns_alive && ok "partdns still running" || fail "partdns died"
 it_done

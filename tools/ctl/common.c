@@ -24,6 +24,8 @@ static const char usage_text[] =
 	"  cache flush [NAME] [--partition P]\n"
 	"  cache lookup NAME [--type T] [--partition P]\n"
 	"                              what a client of P is answered from the cache\n"
+	"  query NAME [--type T] --partition P\n"
+	"                              resolve as a client of P would (for steering)\n"
 	"  reload                      the daemon re-reads config and partitions\n"
 	"\n"
 	"  --create   make the store directory if it does not exist (add, import; other\n"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* partdnsctl stats, cache flush, cache lookup, reload: requests to the running daemon. */
+/* partdnsctl stats, cache flush, cache lookup, query, reload: requests to the running daemon. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +73,7 @@ static int partition_opt(int opt, const char *arg, void *ctx)
 }
 
 struct lookup_opts {
+	const char *what; /* "cache lookup", "query": for messages */
 	const char *partition, *type;
 };
 
@@ -82,35 +83,40 @@ static int lookup_opt(int opt, const char *arg, void *ctx)
 	const char **slot = opt == OPT_PARTITION ? &o->partition : opt == OPT_TYPE ? &o->type : NULL;
 	if (slot == NULL)
 		return CTL_USAGE;
-	const char *what = opt == OPT_PARTITION ? "--partition" : "--type";
+	const char *key = opt == OPT_PARTITION ? "--partition" : "--type";
 	if (*arg == '\0')
-		return ctl_usage_error("cache lookup: %s needs a value", what);
+		return ctl_usage_error("%s: %s needs a value", o->what, key);
 	if (*slot != NULL)
-		return ctl_usage_error("cache lookup: %s given twice", what);
+		return ctl_usage_error("%s: %s given twice", o->what, key);
 	/* the request is one line of space-separated key=value words */
 	for (const char *p = arg; *p; p++)
 		if (*p <= ' ' || *p == '=' || *p > '~')
-			return ctl_usage_error("cache lookup: bad %s value", what);
+			return ctl_usage_error("%s: bad %s value", o->what, key);
 	*slot = arg;
 	return 0;
 }
 
-/* cache lookup NAME [--type T] [--partition P]: what a client of P would be answered from the cache */
-static int cache_lookup(struct ctl *c, int argc, char **argv)
+/*
+ * WHAT NAME [--type T] [--partition P] (argv[0] is WHAT's last word):
+ * checked here, sent as "VERB name=NAME [type=T] [partition=P]".
+ */
+static int name_request(struct ctl *c, int argc, char **argv, const char *what, const char *verb, bool need_partition)
 {
 	static const struct option longs[] = {
 		{ "partition", required_argument, NULL, OPT_PARTITION },
 		{ "type", required_argument, NULL, OPT_TYPE },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct lookup_opts o = { NULL, NULL };
+	struct lookup_opts o = { what, NULL, NULL };
 	int first;
-	int rc = ctl_getopt(c, argc - 1, argv + 1, "", longs, lookup_opt, &o, &first);
+	int rc = ctl_getopt(c, argc, argv, "", longs, lookup_opt, &o, &first);
 	if (rc >= 0)
 		return rc;
-	if (argc - 1 - first != 1)
-		return ctl_usage_error("cache lookup: expected one NAME");
-	const char *text = argv[1 + first];
+	if (argc - first != 1)
+		return ctl_usage_error("%s: expected one NAME", what);
+	if (need_partition && o.partition == NULL)
+		return ctl_usage_error("%s: --partition is required (the city to ask as)", what);
+	const char *text = argv[first];
 	char name[256], why[256], shown[300];
 	int bad = ctl_name_check(text, why, sizeof(why));
 	if (bad == 0 && conf_name_normalize(text, name, sizeof(name)) != 0) {
@@ -119,30 +125,36 @@ static int cache_lookup(struct ctl *c, int argc, char **argv)
 	}
 	if (bad != 0) {
 		ctl_show_text(text, strlen(text), shown, sizeof(shown));
-		ctl_error("cache lookup: invalid domain name '%s': %s", shown, why);
+		ctl_error("%s: invalid domain name '%s': %s", what, shown, why);
 		return CTL_ERROR;
 	}
 	if ((rc = ctl_load_conf(c)) != CTL_OK)
 		return rc;
-	if (o.partition != NULL && strcmp(o.partition, "common") != 0 &&
-	    ptable_find(c->conf->partitions.table, o.partition) < 0) {
-		ctl_error("cache lookup: no partition '%s' in %s (partdnsctl partition list shows them)", o.partition,
+	if (o.partition != NULL && (need_partition || strcmp(o.partition, "common") != 0) &&
+	    ptable_find(c->conf->partitions.table, o.partition) <= 0) {
+		ctl_error("%s: no partition '%s' in %s (partdnsctl partition list shows them)", what, o.partition,
 		          c->conf_path);
 		return CTL_ERROR;
 	}
 	char req[CONTROL_MAX_REQUEST];
-	int n = snprintf(req, sizeof(req), "cache lookup name=%s", name);
+	int n = snprintf(req, sizeof(req), "%s name=%s", verb, name);
 	if (o.type != NULL)
 		n += snprintf(req + n, sizeof(req) - (size_t)n, " type=%s", o.type);
 	if (o.partition != NULL)
 		snprintf(req + n, sizeof(req) - (size_t)n, " partition=%s", o.partition);
-	return run_request(c, "cache lookup", req);
+	return run_request(c, what, req);
+}
+
+/* query NAME [--type T] --partition P: resolve as a client of P would */
+int ctl_query(struct ctl *c, int argc, char **argv)
+{
+	return name_request(c, argc, argv, "query", "query", true);
 }
 
 int ctl_cache(struct ctl *c, int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "lookup") == 0)
-		return cache_lookup(c, argc, argv);
+		return name_request(c, argc - 1, argv + 1, "cache lookup", "cache lookup", false);
 	if (argc < 2 || strcmp(argv[1], "flush") != 0)
 		return ctl_usage_error("cache: expected flush or lookup");
 	static const struct option longs[] = {

@@ -30,6 +30,7 @@ int ctl_partition(struct ctl *c, int argc, char **argv);
 int ctl_mapping(struct ctl *c, int argc, char **argv);
 int ctl_stats(struct ctl *c, int argc, char **argv);
 int ctl_cache(struct ctl *c, int argc, char **argv);
+int ctl_query(struct ctl *c, int argc, char **argv);
 int ctl_reload(struct ctl *c, int argc, char **argv);
 
 /** Load c->conf_path once; config errors go to stderr. @return CTL_OK or CTL_ERROR. */

@@ -15,6 +15,7 @@ struct command {
 static const struct command commands[] = {
 	{ "domain", ctl_domain },   { "partition", ctl_partition }, { "mapping", ctl_mapping },
 	{ "stats", ctl_stats },     { "cache", ctl_cache },         { "reload", ctl_reload },
+	{ "query", ctl_query },
 	{ NULL, NULL },
 };
 
