@@ -146,8 +146,9 @@ static void write_global(FILE *out, const struct stats_view *v)
 	         "unanswered within edns.timeout_ms plus resolutions over their whole-resolution limit.",
 	         (const int[]){ C_upstream_timeouts, C_upstream_timeouts });
 	per_pool(out, v, "partdns_upstream_failures_total",
-	         "Upstream failures by pool: for normal, libunbound lookups that failed or returned SERVFAIL; for "
-	         "edns, exchanges that failed (socket errors, bad answers) before the next server was tried.",
+	         "Upstream failures by pool: for normal, libunbound lookups answered with an error or SERVFAIL "
+	         "(deadline timeouts and DNSSEC failures not included); for edns, resolutions that ended in failure, "
+	         "for any reason (timeouts, dead zones and bad answers included).",
 	         (const int[]){ C_upstream_errors, C_upstream_errors });
 	single(out, "partdns_ecs_queries_sent_total", "counter",
 	       "Queries sent with an EDNS Client Subnet option (the EDNS pool's upstream queries).",
