@@ -86,6 +86,7 @@ struct conf {
 		struct prefix *client_exempt;
 		enum conf_log_target log;
 		enum conf_log_level log_level;
+		char *dnstap;             /* dnstap unix socket path; "" = off */
 	} server;
 
 	struct {

@@ -156,6 +156,8 @@ static const struct sitem server_items[] = {
 	{ .name = "log", .type = ST_ENUM, FLD(CS, conf.server.log), .enums = log_enums, .def = "stderr" },
 	{ .name = "log_level", .type = ST_ENUM, FLD(CS, conf.server.log_level), .enums = log_level_enums,
 	  .def = "info" },
+	/* off unless named: a reader must be listening (fstrm_capture, a collector) */
+	{ .name = "dnstap", .type = ST_STR, FLD(CS, conf.server.dnstap), .def = "" },
 	{ .name = NULL },
 };
 

@@ -12,7 +12,7 @@
 	X(noerror) X(nxdomain) X(servfail) X(refused) X(formerr) X(notimp) X(badvers) X(dropped) \
 	X(truncated) X(overload) X(upstream_queries) X(upstream_timeouts) X(upstream_mismatch) \
 	X(upstream_errors) X(ub_lookups) X(tcp_refused_client) X(tcp_refused_full) X(tcp_evicted) X(tcp_slow_closed) X(tcp_idle_closed) X(tcp_paused) \
-	X(ratelimited) X(zone_limited)
+	X(ratelimited) X(zone_limited) X(dnstap_dropped)
 
 struct counters {
 #define COUNTER_FIELD(n) _Atomic uint64_t n;

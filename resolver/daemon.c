@@ -16,6 +16,7 @@
 #include "partition/partition.h"
 #include "resolver/cache.h"
 #include "resolver/clock.h"
+#include "resolver/dnstap.h"
 #include "resolver/inflight.h"
 #include "resolver/inspect.h"
 #include "resolver/probe.h"
@@ -43,6 +44,7 @@ struct daemon {
 	struct resolve_edns *edns;
 	unsigned nworkers;
 	struct worker **workers;
+	struct dnstap *dnstap;       /* server.dnstap; NULL when off */
 	struct probe *probe;         /* partdnsctl query */
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */
@@ -354,8 +356,16 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	d->workers = calloc(d->nworkers, sizeof(*d->workers));
 	if (d->workers == NULL)
 		goto fail;
+	if (c->server.dnstap[0] != '\0') {
+		/* a queue per thread that logs: the workers, then the EDNS pool's threads */
+		d->dnstap = dnstap_new(c->server.dnstap, d->nworkers + (c->edns.threads ? c->edns.threads : 1));
+		if (d->dnstap == NULL)
+			goto fail;
+		resolve_edns_set_dnstap(d->edns, d->dnstap, d->nworkers);
+		log_info("dnstap to %s (client queries and replies, the EDNS pool's upstream queries)", c->server.dnstap);
+	}
 	struct worker_env env = { .snapshots = &d->snapshots, .cache = d->cache, .inflight = d->inflight,
-	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd };
+	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd, .dnstap = d->dnstap };
 	for (unsigned i = 0; i < d->nworkers; i++) {
 		d->workers[i] = worker_new(&env, i, c);
 		if (d->workers[i] == NULL)
@@ -400,6 +410,7 @@ void daemon_free(struct daemon *d)
 		for (unsigned i = 0; i < d->nworkers; i++)
 			worker_free(d->workers[i]);
 	free(d->workers);
+	dnstap_free(d->dnstap); /* after every thread that logs */
 	inflight_free(d->inflight);
 	cache_free(d->cache);
 	snapshot_slot_deinit(&d->snapshots);
@@ -448,6 +459,8 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "cache.max_bytes";
 	if (old->edns.threads != neu->edns.threads)
 		what[n++] = "edns.threads";
+	if (strcmp(old->server.dnstap, neu->server.dnstap) != 0) /* the writer and its queues are made at start */
+		what[n++] = "server.dnstap";
 	if (strcmp(old->server.metrics.text, neu->server.metrics.text) != 0)
 		what[n++] = "server.metrics";
 	if (old->server.tcp_idle_ms != neu->server.tcp_idle_ms ||

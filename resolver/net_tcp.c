@@ -61,6 +61,7 @@ struct tcp_conn {
 	uint64_t listed_ns;       /* active_ns when put on the idle list */
 	struct tcp_conn *idle_prev, *idle_next;
 	struct tcp_conn *next_dead;
+	struct sockaddr_storage local; /* dnstap: the address the client connected to; ss_family 0 = not asked yet */
 	size_t in_len;
 	uint8_t in[2 + 65535];
 };
@@ -374,6 +375,12 @@ static void conn_take_messages(struct net_tcp *t, struct tcp_conn *c)
 			break;
 		struct query_client cl = { .tcp = true, .udp_fd = -1, .conn_id = c->id, .peer = &c->peer,
 		                           .peer_len = c->peer_len };
+		if (t->x->tap) { /* dnstap logs the listener's address: asked once per connection */
+			socklen_t llen = sizeof(c->local);
+			if (c->local.ss_family == 0)
+				getsockname(c->fd, (struct sockaddr *)&c->local, &llen);
+			cl.listener = c->local.ss_family != 0 ? &c->local : NULL;
+		}
 		int len = query_process(t->x, &cl, c->in + off + 2, mlen, t->reply, sizeof(t->reply));
 		if (len > 0)
 			conn_queue(c, t->reply, (size_t)len);

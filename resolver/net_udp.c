@@ -86,6 +86,12 @@ void net_udp_read(struct query_ctx *x, int fd, bool wildcard)
 		}
 		b->ready = true;
 	}
+	/* dnstap logs the listener's address: a wildcard socket's comes with each datagram */
+	struct sockaddr_storage bound;
+	const struct sockaddr_storage *listener = NULL;
+	socklen_t blen = sizeof(bound);
+	if (x->tap && !wildcard && getsockname(fd, (struct sockaddr *)&bound, &blen) == 0)
+		listener = &bound;
 	for (int round = 0; round < UDP_ROUNDS; round++) {
 		for (int i = 0; wildcard && i < UDP_BATCH; i++) {
 			b->msgs[i].msg_hdr.msg_control = b->ctrl[i];
@@ -100,6 +106,7 @@ void net_udp_read(struct query_ctx *x, int fd, bool wildcard)
 			                           .peer_len = b->msgs[i].msg_hdr.msg_namelen };
 			if (wildcard && local_from_cmsg(&b->msgs[i].msg_hdr, &b->locals[i]))
 				cl.local = &b->locals[i];
+			cl.listener = cl.local ? cl.local : listener;
 			int len = query_process(x, &cl, b->in[i], b->msgs[i].msg_len, b->out[nr], sizeof(b->out[nr]));
 			if (len <= 0)
 				continue;

@@ -225,6 +225,8 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
 	if (cl->local) {
 		wt->has_local = true;
 		wt->local = *cl->local;
+	} else if (cl->listener) { /* dnstap: the address the reply is logged from (has_local stays false) */
+		wt->local = *cl->listener;
 	}
 	wt->partition = rt->part;
 	wt->edns_route = rt->rule != NULL;
@@ -292,8 +294,8 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
 
 /* ---- the query ---- */
 
-int query_process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
-                  uint8_t *out, size_t cap)
+static int process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
+                   uint8_t *out, size_t cap)
 {
 	/* parse */
 	struct wire_query q;
@@ -418,12 +420,13 @@ static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_
 		return false;
 	memcpy(prefix, r->prefix, r->prefix_len);
 	struct query_client cl = { .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
-	                           .peer_len = wt->peer_len, .local = wt->has_local ? &wt->local : NULL };
+	                           .peer_len = wt->peer_len, .local = wt->has_local ? &wt->local : NULL,
+	                           .listener = wt->local.ss_family != 0 ? &wt->local : NULL };
 	*len = continue_chain(x, &cl, &wt->q, &rt, r->target, r->target_len, prefix, r->prefix_len, out, limit);
 	return true;
 }
 
-int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap)
+static int answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap)
 {
 	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, QUERY_MAX_UDP);
 	if (limit > cap)
@@ -455,4 +458,41 @@ int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, siz
 	if (len > 0 && x->resp_time)
 		histogram_observe(x->resp_time, clock_ns() - wt->start_ns);
 	return len;
+}
+/* ---- dnstap (server.dnstap): what clients asked and what they were told ---- */
+
+int query_process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
+                  uint8_t *out, size_t cap)
+{
+	if (x->tap == NULL) /* off: this branch is all it costs */
+		return process(x, cl, pkt, len, out, cap);
+	struct dnstap_msg m = { .type = DNSTAP_CLIENT_QUERY, .tcp = cl->tcp, .query_addr = cl->peer,
+	                        .response_addr = cl->listener, .query_time = dnstap_now(), .query = pkt,
+	                        .query_len = len };
+	dnstap_log(x->tap, &m);
+	int n = process(x, cl, pkt, len, out, cap);
+	if (n > 0) { /* answered at once; a waiter's reply is logged by query_answer */
+		m.type = DNSTAP_CLIENT_RESPONSE;
+		m.response_time = dnstap_now();
+		m.response = out;
+		m.response_len = (size_t)n;
+		dnstap_log(x->tap, &m);
+	}
+	return n;
+}
+
+int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap)
+{
+	int n = answer(x, wt, out, cap);
+	if (x->tap == NULL || n <= 0)
+		return n; /* off, nothing to send, or a new waiter took over (it logs the reply) */
+	struct timespec now = dnstap_now();
+	uint64_t waited = clock_ns() - wt->start_ns, at = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	at -= waited < at ? waited : 0; /* the query's arrival, on the realtime clock */
+	struct dnstap_msg m = { .type = DNSTAP_CLIENT_RESPONSE, .tcp = wt->tcp, .query_addr = &wt->peer,
+	                        .response_addr = wt->local.ss_family != 0 ? &wt->local : NULL,
+	                        .query_time = { .tv_sec = (time_t)(at / 1000000000ull), .tv_nsec = (long)(at % 1000000000ull) },
+	                        .response_time = now, .response = out, .response_len = (size_t)n };
+	dnstap_log(x->tap, &m);
+	return n;
 }

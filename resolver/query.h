@@ -9,6 +9,7 @@
 
 #include "resolver/cache.h"
 #include "resolver/counters.h"
+#include "resolver/dnstap.h"
 #include "resolver/inflight.h"
 #include "resolver/ratelimit.h"
 #include "resolver/job.h"
@@ -31,6 +32,7 @@ struct query_ctx {
 	struct histogram *resp_time;    /* query to reply of each waiter answered (query_answer); NULL: not kept */
 	struct ratelimit *rl;           /* this thread's client rates (server.client_qps) */
 	unsigned slip;                  /* over-limit UDP queries seen, for client_limit_action slip */
+	struct dnstap_queue *tap;       /* server.dnstap: this thread's queue; NULL = off */
 };
 
 /* Where a query came from and how to answer it later. */
@@ -41,6 +43,7 @@ struct query_client {
 	const struct sockaddr_storage *peer;
 	socklen_t peer_len;
 	const struct sockaddr_storage *local; /* UDP on a wildcard socket: the address asked (reply from it); else NULL */
+	const struct sockaddr_storage *listener; /* dnstap: the address the query came to (set when tap is) */
 };
 
 /**

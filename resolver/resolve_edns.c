@@ -114,6 +114,7 @@ struct ethread {
 	struct counters ctr;
 	struct histogram latency; /* an upstream query sent to its matching response */
 	unsigned out_next[2];  /* round robin over the pool's IPv4, IPv6 source addresses */
+	struct dnstap_queue *tap; /* server.dnstap: this thread's queue; NULL = off */
 	uint8_t buf[65535 + 2];
 };
 
@@ -170,6 +171,7 @@ struct eres {
 	size_t qlen;
 	uint8_t *tbuf; /* TCP response being read */
 	size_t tlen;
+	struct timespec sent_rt; /* dnstap: when the query went out (realtime) */
 };
 
 static void eres_query(struct eres *r);
@@ -722,6 +724,26 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 /* ---- the ECS-bearing upstream exchange ---- */
 
 /*
+ * dnstap: the query r just sent (resp NULL) or a response to it, with the
+ * ECS option inside, so an operator can see exactly what left for whom.
+ */
+static void tap_upstream(struct eres *r, const uint8_t *resp, size_t len)
+{
+	struct sockaddr_storage src;
+	socklen_t slen = sizeof(src);
+	if (getsockname(r->fd, (struct sockaddr *)&src, &slen) != 0)
+		src.ss_family = 0;
+	struct dnstap_msg m = { .type = resp ? DNSTAP_RESOLVER_RESPONSE : DNSTAP_RESOLVER_QUERY, .tcp = r->tcp,
+	                        .query_addr = src.ss_family != 0 ? &src : NULL,
+	                        .response_addr = &r->sv.addr[r->cur % r->sv.naddr], .query_time = r->sent_rt,
+	                        .query = resp ? NULL : r->q, .query_len = r->qlen, .response = resp,
+	                        .response_len = len, .zone = r->forward ? NULL : r->zone, .zone_len = r->zone_len };
+	if (resp)
+		m.response_time = dnstap_now();
+	dnstap_log(r->t->tap, &m);
+}
+
+/*
  * A socket to "to", from one of edns.outgoing's addresses of its family
  * (round robin) or, without the key, from whatever address the kernel
  * routes by. UDP takes a random source port of our own choosing, not the
@@ -859,8 +881,14 @@ static void eres_query(struct eres *r)
 	}
 	r->deadline_ns = clock_ns() + (uint64_t)job->timeout_ms * 1000000ull;
 	counter_inc(&r->t->ctr.upstream_queries);
-	if (!r->tcp && send(fd, r->q, r->qlen, 0) != (ssize_t)r->qlen)
+	if (!r->tcp && send(fd, r->q, r->qlen, 0) != (ssize_t)r->qlen) {
 		next_server(r, &EDE_NETWORK, "send failed");
+		return;
+	}
+	if (!r->tcp && r->t->tap) {
+		r->sent_rt = dnstap_now();
+		tap_upstream(r, NULL, 0);
+	}
 }
 
 /* A referral to cut, read from resp: ask the child zone's servers. */
@@ -973,6 +1001,8 @@ static void on_sock(struct eres *r, uint32_t events)
 			}
 			return;
 		}
+		if (r->t->tap)
+			tap_upstream(r, buf, (size_t)n);
 		on_response(r, buf, (size_t)n);
 		return;
 	}
@@ -988,6 +1018,10 @@ static void on_sock(struct eres *r, uint32_t events)
 			return;
 		}
 		r->tcp_sent = true;
+		if (r->t->tap) {
+			r->sent_rt = dnstap_now();
+			tap_upstream(r, NULL, 0);
+		}
 		struct epoll_event e = { .events = EPOLLIN, .data.ptr = &r->ev };
 		epoll_ctl(r->t->epfd, EPOLL_CTL_MOD, r->fd, &e);
 		return;
@@ -1013,6 +1047,8 @@ static void on_sock(struct eres *r, uint32_t events)
 	if (r->tlen < want + 2)
 		return;
 	memcpy(buf, r->tbuf + 2, want);
+	if (r->t->tap)
+		tap_upstream(r, buf, want);
 	on_response(r, buf, want);
 }
 
@@ -1251,6 +1287,12 @@ int resolve_edns_submit(struct resolve_edns *p, struct job *job)
 	struct ethread *t = &p->threads[hash_bytes(&p->key, job->qname, job->qname_len) % p->nthreads];
 	mq_push(&t->jobs, &job->node);
 	return 0;
+}
+
+void resolve_edns_set_dnstap(struct resolve_edns *p, struct dnstap *d, unsigned first)
+{
+	for (unsigned i = 0; i < p->nthreads; i++)
+		p->threads[i].tap = dnstap_queue(d, first + i, &p->threads[i].ctr.dnstap_dropped);
 }
 
 unsigned resolve_edns_inflight(struct resolve_edns *p)

@@ -7,6 +7,7 @@
 
 #include "conf/conf.h"
 #include "resolver/counters.h"
+#include "resolver/dnstap.h"
 #include "resolver/job.h"
 
 struct resolve_edns;
@@ -29,3 +30,5 @@ void resolve_edns_counters(struct resolve_edns *p, uint64_t *sum);
 /** Add the latencies of upstream queries answered (a matching response) to bucket[HIST_NB + 1], *sum_ns. */
 void resolve_edns_latency(struct resolve_edns *p, uint64_t *bucket, uint64_t *sum_ns);
 unsigned resolve_edns_inflight(struct resolve_edns *p);
+/** Log the pool's own upstream queries and responses to d (server.dnstap), queues first.. first + edns.threads - 1. Before start. */
+void resolve_edns_set_dnstap(struct resolve_edns *p, struct dnstap *d, unsigned first);

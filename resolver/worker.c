@@ -121,6 +121,7 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	w->qx.rl = ratelimit_new(c->server.client_qps, c->server.client_prefix4, c->server.client_prefix6);
 	if (w->qx.rl == NULL)
 		goto fail;
+	w->qx.tap = dnstap_queue(env->dnstap, idx, &w->ctr.dnstap_dropped);
 	return w;
 fail:
 	worker_free(w);

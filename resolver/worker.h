@@ -4,6 +4,7 @@
 
 #include "resolver/cache.h"
 #include "resolver/counters.h"
+#include "resolver/dnstap.h"
 #include "resolver/inflight.h"
 #include "resolver/resolve_edns.h"
 #include "resolver/resolve_normal.h"
@@ -19,6 +20,7 @@ struct worker_env {
 	struct resolve_normal *normal;
 	struct resolve_edns *edns;
 	int stop_fd;               /* readable once the daemon stops */
+	struct dnstap *dnstap;     /* server.dnstap, queue idx per worker; NULL = off */
 };
 
 /**

@@ -11,6 +11,7 @@ PACKAGES=(
   knot knot-module-geoip knot-module-dnstap knot-dnsutils  # authoritative hierarchy + GSLB (query log) for tests
   unbound                                           # reference ECS recursor
   bind9-dnsutils dnsperf iproute2 lmdb-utils procps # dig, benchmarks, ss, pgrep
+  libfstrm-dev libprotobuf-c-dev protobuf-c-compiler fstrm-bin  # server.dnstap: fstrm writer, protobuf-c, protoc-c; fstrm_capture in tests
   prometheus curl                                   # promtool check metrics and scrapes in test_metrics.sh
   socat util-linux                                  # a syslog socket for tests, unshare
 )
