@@ -459,6 +459,7 @@ static int answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, si
 		histogram_observe(x->resp_time, clock_ns() - wt->start_ns);
 	return len;
 }
+
 /* ---- dnstap (server.dnstap): what clients asked and what they were told ---- */
 
 int query_process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
