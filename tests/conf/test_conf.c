@@ -318,6 +318,7 @@ static void assert_defaults(const struct conf *c, const char *msg)
 	assert_string_equal(c->server.control, "/run/partdns/control.sock");
 	assert_string_equal(c->server.store, "/var/lib/partdns");
 	assert_false(c->server.create_store);
+	assert_string_equal(c->server.dnstap, ""); /* off */
 	assert_int_equal(c->server.tcp_idle_ms, 10000);
 	assert_int_equal(c->server.tcp_max_clients, 1000);
 	assert_int_equal(c->cache.max_bytes, 256ull << 20);
