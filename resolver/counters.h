@@ -22,9 +22,13 @@ struct counters {
 
 #define COUNTERS_N (sizeof(struct counters) / sizeof(_Atomic uint64_t))
 
+/* Reply codes counted per partition, in this order (query.c count_rcode). */
+enum { PRC_NOERROR, PRC_NXDOMAIN, PRC_SERVFAIL, PRC_REFUSED, PRC_FORMERR, PRC_NOTIMP, PRC_BADVERS, PRC_N };
+
 /* Per partition, per worker. queries = udp + tcp; misses counts what start_miss counts (misses) for that partition. */
 struct partition_counters {
 	_Atomic uint64_t queries, hits, edns, udp, tcp, misses;
+	_Atomic uint64_t rcode[PRC_N]; /* replies to the partition's queries (classified), by PRC_* */
 };
 
 /** Bump a counter that only the calling thread writes. */

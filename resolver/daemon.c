@@ -109,6 +109,8 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 			part[id].udp += counter_get(&pc->udp);
 			part[id].tcp += counter_get(&pc->tcp);
 			part[id].misses += counter_get(&pc->misses);
+			for (int k = 0; k < PRC_N; k++)
+				part[id].rcode[k] += counter_get(&pc->rcode[k]);
 		}
 	}
 	v->part = part;

@@ -233,6 +233,20 @@ static void write_partitions(FILE *out, const struct stats_view *v)
 			fprintf(out, "%s{partition=\"%s\"} %" PRIu64 "\n", fam[f].name, label, val);
 		}
 	}
+	static const char *const rcode_names[PRC_N] = { [PRC_NOERROR] = "NOERROR", [PRC_NXDOMAIN] = "NXDOMAIN",
+		                                         [PRC_SERVFAIL] = "SERVFAIL", [PRC_REFUSED] = "REFUSED",
+		                                         [PRC_FORMERR] = "FORMERR", [PRC_NOTIMP] = "NOTIMP",
+		                                         [PRC_BADVERS] = "BADVERS" };
+	family(out, "partdns_partition_responses_total", "counter",
+	       "Replies to queries of the partition, by response code (replies written before classification: "
+	       "malformed, not allowed, rate-limited, ANY, unmatched refused, are only in partdns_responses_total).");
+	for (size_t id = 0; id <= np; id++) {
+		char label[256];
+		metrics_escape_label(ptable_name(v->partitions, (unsigned)id), label, sizeof(label));
+		for (int k = 0; k < PRC_N; k++)
+			fprintf(out, "partdns_partition_responses_total{partition=\"%s\",rcode=\"%s\"} %" PRIu64 "\n", label,
+			        rcode_names[k], v->part[id].rcode[k]);
+	}
 }
 
 void metrics_write(FILE *out, const struct stats_view *v)

@@ -14,16 +14,19 @@
 static void count_rcode(struct query_ctx *x, int rcode)
 {
 	struct counters *c = x->ctr;
+	int slot = -1;
 	switch (rcode) {
-	case WIRE_RCODE_NOERROR: counter_inc(&c->noerror); break;
-	case WIRE_RCODE_NXDOMAIN: counter_inc(&c->nxdomain); break;
-	case WIRE_RCODE_SERVFAIL: counter_inc(&c->servfail); break;
-	case WIRE_RCODE_REFUSED: counter_inc(&c->refused); break;
-	case WIRE_RCODE_FORMERR: counter_inc(&c->formerr); break;
-	case WIRE_RCODE_NOTIMP: counter_inc(&c->notimp); break;
-	case WIRE_RCODE_BADVERS: counter_inc(&c->badvers); break;
+	case WIRE_RCODE_NOERROR: counter_inc(&c->noerror); slot = PRC_NOERROR; break;
+	case WIRE_RCODE_NXDOMAIN: counter_inc(&c->nxdomain); slot = PRC_NXDOMAIN; break;
+	case WIRE_RCODE_SERVFAIL: counter_inc(&c->servfail); slot = PRC_SERVFAIL; break;
+	case WIRE_RCODE_REFUSED: counter_inc(&c->refused); slot = PRC_REFUSED; break;
+	case WIRE_RCODE_FORMERR: counter_inc(&c->formerr); slot = PRC_FORMERR; break;
+	case WIRE_RCODE_NOTIMP: counter_inc(&c->notimp); slot = PRC_NOTIMP; break;
+	case WIRE_RCODE_BADVERS: counter_inc(&c->badvers); slot = PRC_BADVERS; break;
 	default: break;
 	}
+	if (slot >= 0 && x->reply_part >= 0)
+		counter_inc(&x->pctr[x->reply_part].rcode[slot]);
 }
 
 /* Count a reply written from a cache blob by its header: rcode and TC. */
@@ -299,6 +302,7 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 {
 	/* parse */
 	struct wire_query q;
+	x->reply_part = -1; /* replies before classification count in no partition */
 	counter_inc(&x->ctr->queries);
 	counter_inc(cl->tcp ? &x->ctr->tcp : &x->ctr->udp);
 	int rc = wire_parse_query(pkt, len, &q);
@@ -353,6 +357,7 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 		return reply_error(x, &q, WIRE_RCODE_REFUSED, NULL, NULL, out, limit);
 	counter_inc(&x->pctr[who.part].queries);
 	counter_inc(cl->tcp ? &x->pctr[who.part].tcp : &x->pctr[who.part].udp);
+	x->reply_part = (int)who.part;
 
 	/* route: an EDNS domain of a real partition goes per partition */
 	struct route rt; /* fields set one by one: an initializer would zero the key buffer on every query */
@@ -428,6 +433,7 @@ static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_
 
 static int answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap)
 {
+	x->reply_part = (int)wt->partition;
 	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, QUERY_MAX_UDP);
 	if (limit > cap)
 		limit = cap;

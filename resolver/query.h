@@ -30,6 +30,7 @@ struct query_ctx {
 	struct counters *ctr;
 	struct partition_counters *pctr; /* PARTITION_MAX + 1 */
 	struct histogram *resp_time;    /* query to reply of each waiter answered (query_answer); NULL: not kept */
+	int reply_part;                 /* partition of the query being answered, for its reply code; -1: unclassified */
 	struct ratelimit *rl;           /* this thread's client rates (server.client_qps) */
 	unsigned slip;                  /* over-limit UDP queries seen, for client_limit_action slip */
 	struct dnstap_queue *tap;       /* server.dnstap: this thread's queue; NULL = off */

@@ -13,6 +13,7 @@
 /* Per partition, summed over the workers. */
 struct stats_partition {
 	uint64_t queries, hits, edns, udp, tcp, misses;
+	uint64_t rcode[PRC_N];
 };
 
 /* A histogram summed over threads: per-bucket counts (HIST_NB + 1, the last over every bound) and the sum. */

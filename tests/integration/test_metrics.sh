@@ -55,6 +55,7 @@ value() { printf '%s\n' "$1" | awk -v k="$2" '$1 == k {print $2}'; }
 
 m0=$(scrape)
 common0=$(value "$m0" 'partdns_partition_queries_total{partition="common",transport="udp"}')
+cnx0=$(value "$m0" 'partdns_partition_responses_total{partition="common",rcode="NXDOMAIN"}')
 udp0=$(value "$m0" 'partdns_queries_total{transport="udp"}')
 tcp0=$(value "$m0" 'partdns_queries_total{transport="tcp"}')
 
@@ -93,6 +94,11 @@ assert_eq "suzhou UDP queries" 1 "$(value "$m" 'partdns_partition_queries_total{
 assert_eq "suzhou TCP queries" 2 "$(value "$m" 'partdns_partition_queries_total{partition="suzhou",transport="tcp"}')"
 assert_eq "suzhou hits" 3 "$(value "$m" 'partdns_partition_cache_hits_total{partition="suzhou"}')"
 assert_eq "suzhou misses" 0 "$(value "$m" 'partdns_partition_cache_misses_total{partition="suzhou"}')"
+assert_eq "nanjing NOERROR replies" 4 "$(value "$m" 'partdns_partition_responses_total{partition="nanjing",rcode="NOERROR"}')"
+assert_eq "suzhou NOERROR replies" 3 "$(value "$m" 'partdns_partition_responses_total{partition="suzhou",rcode="NOERROR"}')"
+assert_eq "suzhou: no NXDOMAIN" 0 "$(value "$m" 'partdns_partition_responses_total{partition="suzhou",rcode="NXDOMAIN"}')"
+assert_eq "common NXDOMAIN replies: 1 more" $((cnx0 + 1)) \
+  "$(value "$m" 'partdns_partition_responses_total{partition="common",rcode="NXDOMAIN"}')"
 assert_eq "wuxi: nothing" 0 "$(value "$m" 'partdns_partition_queries_total{partition="wuxi",transport="udp"}')"
 assert_eq "common UDP queries: 2 more" $((common0 + 2)) \
   "$(value "$m" 'partdns_partition_queries_total{partition="common",transport="udp"}')"

@@ -87,6 +87,8 @@ static void test_write_view(void **state)
 	assert_int_equal(conf_load_string(conf_text, strlen(conf_text), "test.yaml", NULL, &c, NULL), 0);
 	struct stats_partition part[3] = { { .udp = 1 }, { .udp = 5, .tcp = 2, .hits = 4, .misses = 3, .edns = 1 },
 	                                   { .tcp = 7 } };
+	part[1].rcode[PRC_NXDOMAIN] = 6;
+	part[2].rcode[PRC_BADVERS] = 8;
 	struct stats_view v = { .uptime = 9, .partitions = c->partitions.table, .part = part, .inflight_edns = 2 };
 	v.listeners[0] = 0;
 	v.pool[STATS_POOL_EDNS][0] = 0;
@@ -103,6 +105,9 @@ static void test_write_view(void **state)
 	assert_non_null(strstr(buf, "partdns_partition_cache_misses_total{partition=\"nanjing\"} 3\n"));
 	assert_non_null(strstr(buf, "partdns_partition_ecs_resolutions_total{partition=\"nanjing\"} 1\n"));
 	assert_non_null(strstr(buf, "partdns_inflight{pool=\"edns\"} 2\n"));
+	assert_non_null(strstr(buf, "partdns_partition_responses_total{partition=\"nanjing\",rcode=\"NXDOMAIN\"} 6\n"));
+	assert_non_null(strstr(buf, "partdns_partition_responses_total{partition=\"nanjing\",rcode=\"NOERROR\"} 0\n"));
+	assert_non_null(strstr(buf, "partdns_partition_responses_total{partition=\"suzhou\",rcode=\"BADVERS\"} 8\n"));
 	/* every sample belongs to the family whose # TYPE came last, and every # TYPE follows its # HELP */
 	char family[128] = "";
 	char *save = NULL;
