@@ -14,6 +14,13 @@
 	X(upstream_errors) X(ub_lookups) X(tcp_refused_client) X(tcp_refused_full) X(tcp_evicted) X(tcp_slow_closed) X(tcp_idle_closed) X(tcp_paused) \
 	X(ratelimited) X(zone_limited) X(dnstap_dropped)
 
+/* Index of each counter in a COUNTERS_N array (C_queries, ...). */
+enum {
+#define COUNTER_INDEX(n) C_##n,
+	COUNTER_LIST(COUNTER_INDEX)
+#undef COUNTER_INDEX
+};
+
 struct counters {
 #define COUNTER_FIELD(n) _Atomic uint64_t n;
 	COUNTER_LIST(COUNTER_FIELD)

@@ -11,12 +11,6 @@
 
 #include "partition/partition.h"
 
-/* Index of each counter in a COUNTERS_N array. */
-enum {
-#define COUNTER_INDEX(n) C_##n,
-	COUNTER_LIST(COUNTER_INDEX)
-#undef COUNTER_INDEX
-};
 
 static const char *const pool_names[STATS_POOLS] = { "normal", "edns" };
 

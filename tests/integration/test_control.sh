@@ -33,6 +33,10 @@ stats=$(pdctl stats)
 assert_match "stats: query counter" "^queries [1-9]" "$stats"
 assert_match "stats: per partition" "partition.nanjing.queries [1-9]" "$stats"
 assert_contains "stats: EDNS domains" "edns_domains 2" "$stats"
+assert_match "stats: each pool's counters under its name" "^normal.resolutions [0-9]" "$stats"
+assert_match "... the EDNS pool's ECS queries" "^edns.upstream_queries [0-9]" "$stats"
+assert_eq "... and no line mixing the pools" "" "$(printf '%s\n' "$stats" | grep -E '^(upstream_|ub_lookups)')"
+assert_match "stats: cache lookups named as lookups (a CNAME answer takes two)" "^cache.lookup_hits [0-9]" "$stats"
 json=$(pdctl stats --json)
 assert_contains "stats --json: partitions array" '"name": "suzhou"' "$json"
 assert_contains "stats --json: cache object" '"cache": {' "$json"

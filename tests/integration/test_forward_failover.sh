@@ -18,7 +18,7 @@ assert_eq "customer's server refuses cdn.test names (the REFUSED target)" "REFUS
 assert_eq "nanjing: answer via the third target" "203.0.113.1" "$(dig_a 127.0.1.10 video.customer.example)"
 assert_eq "suzhou: answer via the third target" "203.0.113.2" "$(dig_a 127.0.2.10 video.customer.example)"
 stats=$(pdctl stats)
-errs=$(printf '%s\n' "$stats" | awk '$1 == "upstream_queries" {print $2}')
+errs=$(printf '%s\n' "$stats" | awk '$1 == "edns.upstream_queries" {print $2}')
 assert_lt "more upstream queries than answers: the first targets were tried ($errs)" "${errs:-0}" 2
 partdns_stop
 assert_eq "clean exit" 0 "$PD_EXIT_STATUS"

@@ -25,7 +25,7 @@ assert_eq "nanjing: answered by the second target after the first timed out" "20
 assert_le "the silent target cost about one timeout (${ms} ms)" 2500 "$ms"
 assert_lt "the silent target cost at least the timeout (${ms} ms)" "$ms" 399
 assert_lt "the silent target did receive the query" "$(cat "$IT_TMP/blackhole.count" 2>/dev/null || echo 0)" 0
-timeouts=$(pdctl stats | awk '$1 == "upstream_timeouts" {print $2}')
+timeouts=$(pdctl stats | awk '$1 == "edns.upstream_timeouts" {print $2}')
 assert_lt "the timeout was counted ($timeouts)" "${timeouts:-0}" 0
 partdns_stop
 assert_eq "clean exit" 0 "$PD_EXIT_STATUS"

@@ -56,14 +56,14 @@ fi
 out=$(pd_dig 127.0.1.10 www.dead.example A)
 assert_contains "dead zone: SERVFAIL" "status: SERVFAIL" "$out"
 assert_contains "dead zone: an Extended DNS Error says why" "EDE: 22" "$out"
-up0=$(pd_stat upstream_queries)
+up0=$(pd_stat edns.upstream_queries)
 t0=$(date +%s%N)
 out=$(pd_dig 127.0.1.11 www.dead.example A)
 t1=$(date +%s%N)
 assert_contains "dead zone again within cache.failure_ttl: SERVFAIL" "status: SERVFAIL" "$out"
 assert_contains "... with the EDE" "EDE: 22" "$out"
 assert_lt "... answered from the cache at once (ms)" 1000 $(((t1 - t0) / 1000000))
-assert_eq "... without asking upstream again" "$up0" "$(pd_stat upstream_queries)"
+assert_eq "... without asking upstream again" "$up0" "$(pd_stat edns.upstream_queries)"
 out=$(pd_dig 127.0.1.12 www.dead.example A +noedns)
 assert_not_contains "no EDE to a client without EDNS" "EDE" "$out"
 
