@@ -1126,8 +1126,7 @@ static void start_job(struct ethread *t, struct job *job)
 	if (t->list)
 		t->list->prev = r;
 	t->list = r;
-	counter_inc(&t->ctr.edns_queries);
-	eres_start_hop(r);
+	eres_start_hop(r); /* edns_queries is the listener's count, made when it launched the job */
 }
 
 static void check_timeouts(struct ethread *t)

@@ -58,7 +58,7 @@ static bool pool_counter(int idx)
 
 static uint64_t pool_value(const struct stats_view *v, int pool, const struct pool_item *it)
 {
-	return it->listeners ? v->counters[it->idx] : v->pool[pool][it->idx];
+	return it->listeners ? v->listeners[it->idx] : v->pool[pool][it->idx];
 }
 
 static void write_json(FILE *out, const struct stats_view *v)

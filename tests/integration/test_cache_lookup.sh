@@ -14,7 +14,11 @@ partdns_start "$PD_CONF"
 
 assert_eq "nanjing's node" "203.0.113.1" "$(dig_a 127.0.1.10 video.cdn.test)"
 assert_eq "suzhou's node" "203.0.113.2" "$(dig_a 127.0.2.10 video.cdn.test)"
+stat() { pdctl stats | awk -v k="$1" '$1 == k {print $2}'; }
+n0=$(stat normal.resolutions)
 pd_dig 127.0.9.9 static.customer.example A >/dev/null
+assert_eq "two cities' flagged misses: edns.resolutions 2 (each counted once)" 2 "$(stat edns.resolutions)"
+assert_eq "one normal miss: normal.resolutions +1" $((n0 + 1)) "$(stat normal.resolutions)"
 
 # expected failures: partdnsctl itself (pdctl stops the test on any failure)
 ctl() { "$PARTDNSCTL_BIN" -c "$PD_CONF" "$@"; }
