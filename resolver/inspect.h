@@ -2,6 +2,7 @@
 /* This file is private to resolver/. Cache inspection for the control socket (partdnsctl cache lookup). */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,6 +21,16 @@
  */
 int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const char *name, const char *type,
                          const char *partition, FILE *out, FILE *err);
+
+/* Room for any query inspect_query_packet writes. */
+#define INSPECT_QUERY_MAX (12 + 255 + 4 + 11)
+
+/**
+ * A query for name (wire form) / type, class IN, RD, with EDNS (so a
+ * failure comes back with its Extended DNS Error), as a client sends it.
+ * @return its length (at most INSPECT_QUERY_MAX)
+ */
+size_t inspect_query_packet(uint16_t id, const uint8_t *name, size_t name_len, uint16_t type, uint8_t *pkt);
 
 /** A record type by name ("AAAA"). @return the type, or 0 when unknown. */
 uint16_t inspect_type(const char *text);

@@ -109,26 +109,6 @@ static int pick_prefix(const struct prefix *pf, void *arg)
 	return 0;
 }
 
-/* A query with EDNS (so failures come back with their Extended DNS Error). */
-static size_t make_query(uint16_t id, const uint8_t *name, size_t name_len, uint16_t type, uint8_t *pkt)
-{
-	static const uint8_t opt[11] = { 0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0 }; /* root, OPT, 1232, no options */
-	memset(pkt, 0, 12);
-	pkt[0] = (uint8_t)(id >> 8);
-	pkt[1] = (uint8_t)id;
-	pkt[2] = 0x01; /* RD */
-	pkt[5] = 1;    /* QDCOUNT */
-	pkt[11] = 1;   /* ARCOUNT */
-	memcpy(pkt + 12, name, name_len);
-	uint8_t *q = pkt + 12 + name_len;
-	q[0] = (uint8_t)(type >> 8);
-	q[1] = (uint8_t)type;
-	q[2] = 0;
-	q[3] = 1;
-	memcpy(q + 4, opt, sizeof(opt));
-	return 12 + name_len + 4 + sizeof(opt);
-}
-
 /* Wait for our waiter's reply. @return its length, or -ETIMEDOUT. */
 static int wait_reply(struct probe *p, uint16_t id)
 {
@@ -206,8 +186,8 @@ int probe_query(struct probe *p, const char *name, const char *type, const char 
 	uint16_t qid;
 	if (getrandom(&qid, sizeof(qid), 0) != (ssize_t)sizeof(qid))
 		qid = (uint16_t)clock_ns();
-	uint8_t pkt[12 + WIRE_MAX_NAME + 4 + 11];
-	size_t len = make_query(qid, wname, (size_t)nl, qtype, pkt);
+	uint8_t pkt[INSPECT_QUERY_MAX];
+	size_t len = inspect_query_packet(qid, wname, (size_t)nl, qtype, pkt);
 	struct query_client cl = { .tcp = false, .udp_fd = -1, .peer = &peer, .peer_len = plen };
 	uint64_t hits = counter_get(&p->ctr.hits), t0 = clock_ns();
 	int n = query_process(&p->x, &cl, pkt, len, p->out, sizeof(p->out));

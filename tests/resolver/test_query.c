@@ -116,6 +116,18 @@ static void *end_jobs(void *arg)
 	return NULL;
 }
 
+/* A new job for name (text), joined in e's in-flight table. */
+static struct job *join_new(struct env *e, const char *text)
+{
+	uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
+	int nl = wire_name_from_text(text, name, sizeof(name));
+	assert_true(nl > 0);
+	size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
+	struct job *j = NULL;
+	assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &j), 1);
+	return j;
+}
+
 /* A flood's jobs, ended by a pool thread, do not all stay on their owner's free list. */
 static void test_free_list_bound(void **state)
 {
@@ -124,13 +136,9 @@ static void test_free_list_bound(void **state)
 	struct job **jobs = calloc(N, sizeof(*jobs));
 	assert_non_null(jobs);
 	for (int i = 0; i < N; i++) {
-		uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
 		char text[64];
 		snprintf(text, sizeof(text), "flood%d.example.", i);
-		int nl = wire_name_from_text(text, name, sizeof(name));
-		assert_true(nl > 0);
-		size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
-		assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &jobs[i]), 1);
+		jobs[i] = join_new(e, text);
 	}
 	struct ender en = { jobs, N };
 	pthread_t th;
@@ -141,11 +149,7 @@ static void test_free_list_bound(void **state)
 		fail_msg("%zu of %d jobs ended by another thread kept for their owner", kept, N);
 	assert_true(kept > 0); /* some are recycled */
 	/* and they are handed out again */
-	struct job *j;
-	uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
-	int nl = wire_name_from_text("again.example.", name, sizeof(name));
-	size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
-	assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &j), 1);
+	struct job *j = join_new(e, "again.example.");
 	assert_int_equal(inflight_pooled(e->inflight), 0);
 	inflight_fail(j, WIRE_RCODE_SERVFAIL, NULL, false);
 	free(jobs);
@@ -158,13 +162,9 @@ static void test_free_list_trim(void **state)
 	enum { N = 100 };
 	struct job *jobs[N];
 	for (int i = 0; i < N; i++) {
-		uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
 		char text[64];
 		snprintf(text, sizeof(text), "trim%d.example.", i);
-		int nl = wire_name_from_text(text, name, sizeof(name));
-		assert_true(nl > 0);
-		size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
-		assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &jobs[i]), 1);
+		jobs[i] = join_new(e, text);
 	}
 	for (int i = 0; i < N; i++)
 		inflight_fail(jobs[i], WIRE_RCODE_SERVFAIL, NULL, false); /* by their owner: onto its list */
@@ -173,12 +173,7 @@ static void test_free_list_trim(void **state)
 	inflight_trim(e->inflight); /* the jobs arrived in this interval: kept */
 	assert_int_equal(inflight_cached(e->inflight), held);
 	/* one is used in the next interval: the rest were never needed */
-	struct job *j;
-	uint8_t key[ROUTE_KEY_MAX], name[WIRE_MAX_NAME];
-	int nl = wire_name_from_text("used.example.", name, sizeof(name));
-	size_t kl = route_key_build(key, 0, 1, 1, 0, name, (size_t)nl);
-	assert_int_equal(inflight_join(e->inflight, key, kl, e->x.snap, NULL, &j), 1);
-	inflight_fail(j, WIRE_RCODE_SERVFAIL, NULL, false);
+	inflight_fail(join_new(e, "used.example."), WIRE_RCODE_SERVFAIL, NULL, false);
 	inflight_trim(e->inflight);
 	size_t left = inflight_cached(e->inflight);
 	if (left > 1)
