@@ -101,6 +101,7 @@ struct shard {
 	size_t budget;       /* bytes this shard may use */
 	_Atomic size_t bytes, entries;
 	_Atomic uint64_t inserts, replacements, evictions;
+	struct cache *cache; /* for the per-tag counts */
 };
 
 struct cache {
@@ -111,7 +112,28 @@ struct cache {
 	struct hash_key key;  /* per-cache random hash key */
 	_Atomic unsigned reap_next; /* the shard cache_reap visits next */
 	_Atomic uint32_t stale_grace; /* cache_set_stale() */
+	/* cache_set_tags(): entries and bytes per tag, across shards (changed by inserts and removals only) */
+	unsigned (*tag_of)(const uint8_t *key, size_t klen);
+	unsigned ntags;
+	_Atomic size_t *tag_entries, *tag_bytes;
 };
+
+/* Count e in (d = +1) or out (d = -1) of its tag. */
+static void tag_count(struct cache *c, const uint8_t *key, size_t klen, size_t charge, int d)
+{
+	if (c->tag_of == NULL)
+		return;
+	unsigned t = c->tag_of(key, klen);
+	if (t >= c->ntags)
+		return;
+	if (d > 0) {
+		atomic_fetch_add_explicit(&c->tag_entries[t], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->tag_bytes[t], charge, memory_order_relaxed);
+	} else {
+		atomic_fetch_sub_explicit(&c->tag_entries[t], 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&c->tag_bytes[t], charge, memory_order_relaxed);
+	}
+}
 
 /* Counter/occupancy update by the only writer (the lock holder). */
 static inline void add_u64(_Atomic uint64_t *v, uint64_t d)
@@ -276,6 +298,7 @@ static void shard_unlink(struct shard *s, struct entry **link, struct entry *e,
 	ring_remove(s, e);
 	sub_sz(&s->bytes, entry_charge(e->klen, e->vlen));
 	sub_sz(&s->entries, 1);
+	tag_count(s->cache, entry_key(e), e->klen, entry_charge(e->klen, e->vlen), -1);
 	e->next = *garbage;
 	*garbage = e;
 }
@@ -414,9 +437,32 @@ struct cache *cache_new(size_t max_bytes, unsigned nshards)
 			return NULL;
 		}
 		s->mask = buckets - 1;
+		s->cache = c;
 		atomic_init(&s->bytes, table_bytes(buckets));
 	}
 	return c;
+}
+
+int cache_set_tags(struct cache *c, unsigned ntags, unsigned (*tag_of)(const uint8_t *key, size_t klen))
+{
+	c->tag_entries = calloc(ntags, sizeof(*c->tag_entries));
+	c->tag_bytes = calloc(ntags, sizeof(*c->tag_bytes));
+	if (c->tag_entries == NULL || c->tag_bytes == NULL) {
+		free((void *)c->tag_entries);
+		free((void *)c->tag_bytes);
+		c->tag_entries = c->tag_bytes = NULL;
+		return -ENOMEM;
+	}
+	c->ntags = ntags;
+	c->tag_of = tag_of;
+	return 0;
+}
+
+void cache_tag_stats(struct cache *c, unsigned tag, size_t *entries, size_t *bytes)
+{
+	bool in = c->tag_of != NULL && tag < c->ntags;
+	*entries = in ? atomic_load_explicit(&c->tag_entries[tag], memory_order_relaxed) : 0;
+	*bytes = in ? atomic_load_explicit(&c->tag_bytes[tag], memory_order_relaxed) : 0;
 }
 
 void cache_free(struct cache *c)
@@ -431,6 +477,8 @@ void cache_free(struct cache *c)
 		shard_lock_destroy(&s->lock);
 	}
 	free(c->shards);
+	free((void *)c->tag_entries);
+	free((void *)c->tag_bytes);
 	free(c);
 }
 
@@ -543,6 +591,7 @@ int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uin
 		add_sz(&s->bytes, need);
 		add_sz(&s->entries, 1);
 		add_u64(&s->inserts, 1);
+		tag_count(c, key, klen, need, +1);
 	}
 	shard_unlock(&s->lock);
 	free_list(garbage);

@@ -43,6 +43,16 @@ struct cache;
  */
 struct cache *cache_new(size_t max_bytes, unsigned nshards);
 
+/**
+ * Count entries and bytes per tag as well: tag_of(key) names the tag of an
+ * entry (>= ntags: not counted). Call once, before the cache is used.
+ * @return 0 or -ENOMEM.
+ */
+int cache_set_tags(struct cache *c, unsigned ntags, unsigned (*tag_of)(const uint8_t *key, size_t klen));
+
+/** Entries and bytes (as cache_get_stats counts them) of one tag; 0 without cache_set_tags(). Thread-safe. */
+void cache_tag_stats(struct cache *c, unsigned tag, size_t *entries, size_t *bytes);
+
 /** Free the cache and every entry. NULL is a no-op. Not thread-safe. */
 void cache_free(struct cache *c);
 

@@ -112,9 +112,16 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 			for (int k = 0; k < PRC_N; k++)
 				part[id].rcode[k] += counter_get(&pc->rcode[k]);
 		}
+		cache_tag_stats(d->cache, (unsigned)id, &part[id].cache_entries, &part[id].cache_bytes);
 	}
 	v->part = part;
 	return 0;
+}
+
+/* The cache's tag of an entry: the partition its key belongs to. */
+static unsigned cache_tag(const uint8_t *key, size_t klen)
+{
+	return klen >= ROUTE_KEY_HDR ? route_key_partition(key) : PARTITION_MAX + 1;
 }
 
 static int cmd_stats(void *arg, int argc, char **argv, FILE *out, FILE *err)
@@ -344,7 +351,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	if (snapshot_publish(&d->snapshots, c, dom, version) != 0)
 		goto fail;
 	d->cache = cache_new(c->cache.max_bytes, 0);
-	if (d->cache == NULL) {
+	if (d->cache == NULL || cache_set_tags(d->cache, PARTITION_MAX + 1, cache_tag) != 0) {
 		log_err("cannot create the cache (cache.max_bytes %llu)", (unsigned long long)c->cache.max_bytes);
 		goto fail;
 	}

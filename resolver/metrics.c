@@ -227,6 +227,23 @@ static void write_partitions(FILE *out, const struct stats_view *v)
 			fprintf(out, "%s{partition=\"%s\"} %" PRIu64 "\n", fam[f].name, label, val);
 		}
 	}
+	static const struct {
+		const char *name, *help;
+	} gauges[] = {
+		{ "partdns_partition_cache_entries",
+		  "Cache entries under the partition's own keys (flagged names asked by its clients; "
+		  "partition \"common\" holds every other entry)." },
+		{ "partdns_partition_cache_bytes", "Bytes of those entries, as partdns_cache_bytes counts them." },
+	};
+	for (size_t f = 0; f < sizeof(gauges) / sizeof(gauges[0]); f++) {
+		family(out, gauges[f].name, "gauge", gauges[f].help);
+		for (size_t id = 0; id <= np; id++) {
+			char label[256];
+			metrics_escape_label(ptable_name(v->partitions, (unsigned)id), label, sizeof(label));
+			fprintf(out, "%s{partition=\"%s\"} %zu\n", gauges[f].name, label,
+			        f == 0 ? v->part[id].cache_entries : v->part[id].cache_bytes);
+		}
+	}
 	static const char *const rcode_names[PRC_N] = { [PRC_NOERROR] = "NOERROR", [PRC_NXDOMAIN] = "NXDOMAIN",
 		                                         [PRC_SERVFAIL] = "SERVFAIL", [PRC_REFUSED] = "REFUSED",
 		                                         [PRC_FORMERR] = "FORMERR", [PRC_NOTIMP] = "NOTIMP",

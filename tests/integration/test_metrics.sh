@@ -94,6 +94,13 @@ assert_eq "suzhou UDP queries" 1 "$(value "$m" 'partdns_partition_queries_total{
 assert_eq "suzhou TCP queries" 2 "$(value "$m" 'partdns_partition_queries_total{partition="suzhou",transport="tcp"}')"
 assert_eq "suzhou hits" 3 "$(value "$m" 'partdns_partition_cache_hits_total{partition="suzhou"}')"
 assert_eq "suzhou misses" 0 "$(value "$m" 'partdns_partition_cache_misses_total{partition="suzhou"}')"
+assert_lt "nanjing's steered answer is in its own part of the cache (entries)" \
+  "$(value "$m" 'partdns_partition_cache_entries{partition="nanjing"}')" 0
+assert_lt "... (bytes)" "$(value "$m" 'partdns_partition_cache_bytes{partition="nanjing"}')" 0
+assert_eq "suzhou asked no flagged name: nothing under its keys" 0 \
+  "$(value "$m" 'partdns_partition_cache_entries{partition="suzhou"}')"
+assert_eq "the partitions' entries add up to the cache's" "$(value "$m" 'partdns_cache_entries')" \
+  "$(printf '%s\n' "$m" | awk '/^partdns_partition_cache_entries\{/ {n += $2} END {print n + 0}')"
 assert_eq "nanjing NOERROR replies" 4 "$(value "$m" 'partdns_partition_responses_total{partition="nanjing",rcode="NOERROR"}')"
 assert_eq "suzhou NOERROR replies" 3 "$(value "$m" 'partdns_partition_responses_total{partition="suzhou",rcode="NOERROR"}')"
 assert_eq "suzhou: no NXDOMAIN" 0 "$(value "$m" 'partdns_partition_responses_total{partition="suzhou",rcode="NXDOMAIN"}')"

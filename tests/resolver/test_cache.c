@@ -342,6 +342,59 @@ static bool suffix_match(const uint8_t *key, size_t klen, void *arg)
 	return klen >= n && memcmp(key + klen - n, suffix, n) == 0;
 }
 
+/* Tag of a test key: its first byte '0'..'3'; anything else is not counted. */
+static unsigned digit_tag(const uint8_t *key, size_t klen)
+{
+	return klen > 0 && key[0] >= '0' && key[0] <= '3' ? (unsigned)(key[0] - '0') : 99;
+}
+
+/* Per-tag entries and bytes follow inserts, replacements, evictions and flushes, and add up to the whole. */
+static void test_tags(void **state)
+{
+	(void)state;
+	struct cache *c = cache_new(64 * KiB, 4);
+	assert_non_null(c);
+	assert_int_equal(cache_set_tags(c, 4, digit_tag), 0);
+	static uint8_t val[300];
+	char key[32], prefix[3] = "0/";
+	/* ~5x the cap of distinct keys (evictions), then the last 40 again, larger (replacements) */
+	for (unsigned n = 0; n < 2040; n++) {
+		unsigned k = n < 2000 ? n : n - 40;
+		prefix[0] = (char)('0' + k % 4);
+		fmt_key(key, sizeof(key), prefix, k);
+		assert_int_equal(cache_insert(c, (const uint8_t *)key, strlen(key), val, n < 2000 ? k % 200 : 250, 1,
+		                              1000), 0);
+	}
+	struct cache_stats st = stats_of(c);
+	assert_true(st.evictions > 0 && st.replacements > 0);
+	size_t sum_e = 0, sum_b = 0;
+	for (unsigned t = 0; t < 4; t++) {
+		size_t e, b;
+		cache_tag_stats(c, t, &e, &b);
+		assert_true(e > 0 && b > 0);
+		sum_e += e;
+		sum_b += b;
+	}
+	assert_int_equal(sum_e, st.entries);
+	assert_true(sum_b < st.bytes); /* bytes also count the hash tables, which are no tag's */
+	assert_int_equal(cache_flush(c, NULL, NULL), st.entries);
+	for (unsigned t = 0; t < 4; t++) {
+		size_t e, b;
+		cache_tag_stats(c, t, &e, &b);
+		if (e != 0 || b != 0)
+			fail_msg("tag %u: %zu entries, %zu bytes after a flush of everything", t, e, b);
+	}
+	assert_int_equal(insert_str(c, "x/untagged", "value", 1, 100), 0); /* tag 99: not counted */
+	size_t e, b, all_e = 0;
+	for (unsigned t = 0; t < 8; t++) { /* 4..7: past ntags, nothing */
+		cache_tag_stats(c, t, &e, &b);
+		all_e += e;
+	}
+	assert_int_equal(all_e, 0);
+	assert_int_equal(stats_of(c).entries, 1);
+	cache_free(c);
+}
+
 static void test_flush(void **state)
 {
 	static const struct {
@@ -1269,6 +1322,7 @@ int main(void)
 		cmocka_unit_test(test_fn_return),
 		cmocka_unit_test(test_expiry),
 		cmocka_unit_test(test_ttl_zero),
+		cmocka_unit_test(test_tags),
 		cmocka_unit_test(test_flush),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_clock),
