@@ -111,6 +111,9 @@ static void write_global(FILE *out, const struct stats_view *v)
 	single(out, "partdns_truncated_total", "counter", "Replies sent with TC=1 (too large for UDP, or slipped).",
 	       l[C_truncated]);
 	single(out, "partdns_ratelimited_total", "counter", "Client queries over server.client_qps.", l[C_ratelimited]);
+	single(out, "partdns_dnstap_dropped_total", "counter",
+	       "dnstap frames dropped because a thread's queue to the writer was full (server.dnstap; listeners and "
+	       "EDNS threads).", v->counters[C_dnstap_dropped]);
 	single(out, "partdns_cache_hits_total", "counter",
 	       "Queries answered from the cache (stale answers and CNAME-chain continuations found cached included).",
 	       l[C_hits]);

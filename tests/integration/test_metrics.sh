@@ -97,6 +97,7 @@ assert_eq "suzhou misses" 0 "$(value "$m" 'partdns_partition_cache_misses_total{
 assert_lt "nanjing's steered answer is in its own part of the cache (entries)" \
   "$(value "$m" 'partdns_partition_cache_entries{partition="nanjing"}')" 0
 assert_lt "... (bytes)" "$(value "$m" 'partdns_partition_cache_bytes{partition="nanjing"}')" 0
+assert_eq "dnstap is off: no frame dropped" 0 "$(value "$m" 'partdns_dnstap_dropped_total')"
 assert_eq "suzhou asked no flagged name: nothing under its keys" 0 \
   "$(value "$m" 'partdns_partition_cache_entries{partition="suzhou"}')"
 assert_eq "the partitions' entries add up to the cache's" "$(value "$m" 'partdns_cache_entries')" \
