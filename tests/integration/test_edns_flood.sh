@@ -40,7 +40,7 @@ wait "$flood"
 stats=$(pdctl stats)
 over=$(printf '%s\n' "$stats" | awk '$1 == "overload" {print $2}')
 assert_lt "past edns.max_inflight the excess was refused at once (overload $over)" "${over:-0}" 0
-infl=$(printf '%s\n' "$stats" | awk '$1 == "inflight.edns" {print $2}')
+infl=$(printf '%s\n' "$stats" | awk '$1 == "edns.inflight" {print $2}')
 assert_le "in-flight EDNS resolutions never above the cap ($infl)" 50 "${infl:-999}"
 sleep 3.5
 partdns_alive && ok "partdns still running" || fail "partdns died" "$(tail -n 20 "$IT_TMP/partdns.log")"
