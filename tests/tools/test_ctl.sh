@@ -173,6 +173,16 @@ run 0 -c "$C" domain del tld;  run 0 -c "$C" domain del tld2
 run 1 -c "$C" domain add 'a..example'; err_has "invalid domain name 'a..example'"
 run 1 -c "$C" domain add "$(printf 'x%.0s' $(seq 64)).example"; err_has "invalid domain name"
 run 1 -c "$C" domain add '#x.example'; err_has "starts with '#'"
+# A wildcard is not a pattern here: refused, with the flag that does what was meant.
+run 1 -c "$C" domain add '*.cdn.example'
+err_has "'*.cdn.example' is not a wildcard here: a '*' label is taken literally; to flag every name under cdn.example., add cdn.example. --subtree"
+run 1 -c "$C" domain add 'a*.example'; err_has "'*' is not a hostname character"
+# Adding a name again with another match says so.
+run 0 -c "$C" domain add match.example --subtree; out_lacks "note:"
+run 0 -c "$C" domain add match.example
+out_has "note: match.example. matched the name and every name under it before and now matches the name only (add --subtree to keep the subtree)"
+run 0 -c "$C" domain add match.example; out_lacks "note:"
+run 0 -c "$C" domain del match.example
 run 1 -c "$C" domain add f.example --policy forward
 err_has "policy forward needs --forward or edns.forward in the config"
 run 1 -c "$C" domain add f.example --forward 198.51.100.53

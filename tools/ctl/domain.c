@@ -48,6 +48,16 @@ int ctl_domain_build(const char *name, bool subtree, int policy, const char *con
 	/* It would read back as a comment in the import format. */
 	if (out->name[0] == '#')
 		return errf(err, errsize, "invalid domain name '%s': starts with '#'", name);
+	/* "*.cdn.example" would be stored as a literal name no query asks: the operator means the subtree. */
+	if (strchr(out->name, '*') != NULL) {
+		const char *rest = strncmp(out->name, "*.", 2) == 0 ? out->name + 2 : NULL;
+		if (rest != NULL && strchr(rest, '*') == NULL)
+			return errf(err, errsize,
+			            "'%s' is not a wildcard here: a '*' label is taken literally; to flag every name "
+			            "under %s, add %s --subtree",
+			            name, rest, rest);
+		return errf(err, errsize, "invalid domain name '%s': '*' is not a hostname character", name);
+	}
 	/* Operators' likely slips that would reroute far more than one CDN's names. */
 	if (strcmp(out->name, ".") == 0)
 		return errf(err, errsize,
@@ -277,6 +287,9 @@ static int domain_add(struct ctl *c, int argc, char **argv)
 	struct store *s;
 	if ((rc = open_store(c, "domain add", false, o.create, &s, NULL)) != CTL_OK)
 		return rc;
+	/* the entry it replaces, to say when its match changes (add without --subtree over a subtree entry) */
+	struct store_domain old;
+	bool had = store_get(s, d.name, &old) == 0;
 	size_t replaced = 0;
 	int e = store_put_many(s, &d, 1, &replaced);
 	store_close(s);
@@ -289,6 +302,11 @@ static int domain_add(struct ctl *c, int argc, char **argv)
 	char line[1024];
 	ctl_domain_format_line(&d, line, sizeof(line));
 	printf("%s %s\n", replaced ? "updated" : "added", line);
+	if (had && old.subtree != d.subtree)
+		printf("note: %s matched %s before and now matches %s%s\n", d.name,
+		       old.subtree ? "the name and every name under it" : "the name only",
+		       d.subtree ? "the name and every name under it" : "the name only",
+		       d.subtree ? "" : " (add --subtree to keep the subtree)");
 	return CTL_OK;
 }
 
