@@ -15,14 +15,15 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: partdns [-c FILE] [-t] [-v] [-d] [--takeover]\n"
-	        "  -c FILE     configuration (default " CONF_DEFAULT_PATH ")\n"
-	        "  -t          check the configuration, print every error, exit 0 (valid) or 1\n"
-	        "  -d          debug logging (over server.log_level, until a reload)\n"
-	        "  -v          print the version\n"
-	        "  --takeover  share listen addresses another process serves (an upgrade without\n"
-	        "              downtime: start the new daemon, then stop the old one); without it\n"
-	        "              an address in use is an error\n"
+	        "usage: partdns [-c FILE] [-t] [-d] [--takeover] | -V | -h\n"
+	        "  -c FILE        configuration (default " CONF_DEFAULT_PATH ")\n"
+	        "  -t             check the configuration, print every error, exit 0 (valid) or 1\n"
+	        "  -d             debug logging (over server.log_level, until a reload)\n"
+	        "  --takeover     share listen addresses another process serves (an upgrade without\n"
+	        "                 downtime: start the new daemon, then stop the old one); without it\n"
+	        "                 an address in use is an error\n"
+	        "  -V, --version  print the version (-v too)\n"
+	        "  -h, --help     this text\n"
 	        "partdns runs in the foreground; SIGHUP reloads, SIGTERM/SIGINT stop it.\n");
 }
 
@@ -33,15 +34,16 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "takeover", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	while ((opt = getopt_long(argc, argv, "c:tdvh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:tdvVh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'T': takeover = 1; break;
 		case 'c': path = optarg; break;
 		case 't': check = 1; break;
 		case 'd': debug = 1; log_set_level(LOG_LEVEL_DEBUG); break;
+		case 'V': /* as partdnsctl; -v stays for the scripts that use it */
 		case 'v': printf("partdns %s\n", PARTDNS_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

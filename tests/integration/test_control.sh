@@ -28,6 +28,11 @@ t1=$(date +%s%N)
 assert_eq "domain add is live without a signal" "203.0.113.2" "$got"
 assert_le "picked up within a second" 1000 "$(((t1 - t0) / 1000000))"
 
+# the same version and help flags as partdnsctl
+assert_match "partdns -V prints the version" "^partdns [0-9]" "$("$PARTDNS_BIN" -V)"
+assert_eq "partdns --version too" "$("$PARTDNS_BIN" -V)" "$("$PARTDNS_BIN" --version)"
+assert_contains "partdns --help lists -V, --version" "-V, --version" "$("$PARTDNS_BIN" --help)"
+
 # stats
 stats=$(pdctl stats)
 assert_match "stats: query counter" "^queries [1-9]" "$stats"

@@ -100,6 +100,12 @@ write_conf "$T/refuse.yaml" iterate "[]" refuse
 run 0 --version;               out_has "partdnsctl "
 run 0 --help;                  out_has "usage: partdnsctl"; out_has "domain add NAME"
 run 0 -c "$C" domain add -h;   out_has "usage: partdnsctl"
+run 0 -c "$C" domain --help;   out_has "usage: partdnsctl"
+run 0 -V;                      out_has "partdnsctl "
+# the config: -c, else $PARTDNS_CONF, else the default, and the message says which
+PARTDNS_CONF="$C" run 0 partition list; out_has "nanjing"
+PARTDNS_CONF="$T/nope.yaml" run 1 partition list; err_has "cannot load config $T/nope.yaml (from PARTDNS_CONF)"
+PARTDNS_CONF="$T/nope.yaml" run 0 -c "$C" partition list
 run 2;                         err_has "no command given"; err_has "usage: partdnsctl"
 run 2 -c "$C" frobnicate;      err_has "unknown command 'frobnicate'"; err_has "usage:"
 run 2 -c "$C" domain;          err_has "usage:"

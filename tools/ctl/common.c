@@ -32,7 +32,7 @@ static const char usage_text[] =
 	"             commands never create it, nor does a mistyped -s or server.store)\n"
 	"  --force    flag a top-level domain with --subtree (the root is always refused)\n"
 	"\n"
-	"  -c, --config FILE   config file (default " CONF_DEFAULT_PATH ")\n"
+	"  -c, --config FILE   config file (else $PARTDNS_CONF, else " CONF_DEFAULT_PATH ")\n"
 	"  -s, --store DIR     store directory (default: server.store of the config)\n"
 	"  -h, --help          this text\n"
 	"      --version       print the version\n"
@@ -139,11 +139,13 @@ int ctl_load_conf(struct ctl *c)
 	if (rc != 0) {
 		if (msgs != NULL)
 			fputs(msgs, stderr);
+		const char *from = c->conf_from != NULL ? c->conf_from : "the default";
 		if (rc == CONF_E_INVALID || rc == CONF_E_YAML)
-			ctl_error("cannot load config %s: %s (%u error%s)", c->conf_path,
+			ctl_error("cannot load config %s (from %s): %s (%u error%s)", c->conf_path, from,
 			          conf_strerror(rc), nerrors, nerrors == 1 ? "" : "s");
 		else
-			ctl_error("cannot load config %s: %s", c->conf_path, conf_strerror(rc));
+			ctl_error("cannot load config %s (from %s): %s; give it with -c FILE or PARTDNS_CONF", c->conf_path,
+			          from, conf_strerror(rc));
 		free(msgs);
 		c->conf = NULL;
 		return CTL_ERROR;

@@ -19,7 +19,8 @@ enum {
 
 /* What every subcommand gets: options common to all, the config once loaded. */
 struct ctl {
-	const char *conf_path; /* -c, default CONF_DEFAULT_PATH */
+	const char *conf_path; /* -c, else $PARTDNS_CONF, else CONF_DEFAULT_PATH */
+	const char *conf_from; /* which of the three, for messages */
 	const char *store_dir; /* -s, overrides server.store; NULL = from the config */
 	struct conf *conf;     /* after ctl_load_conf() */
 };

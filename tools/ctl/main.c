@@ -2,6 +2,7 @@
 /* partdnsctl: manage the EDNS-domain store, inspect partitions, talk to the daemon. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conf/conf.h"
@@ -21,7 +22,12 @@ static const struct command commands[] = {
 
 int main(int argc, char **argv)
 {
-	struct ctl c = { .conf_path = CONF_DEFAULT_PATH };
+	struct ctl c = { .conf_path = CONF_DEFAULT_PATH, .conf_from = "the default" };
+	const char *env = getenv("PARTDNS_CONF");
+	if (env != NULL && *env != '\0') {
+		c.conf_path = env;
+		c.conf_from = "PARTDNS_CONF";
+	}
 	static const struct option longs[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "store", required_argument, NULL, 's' },
@@ -36,6 +42,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'c':
 			c.conf_path = optarg;
+			c.conf_from = "-c";
 			break;
 		case 's':
 			c.store_dir = optarg;
@@ -61,6 +68,12 @@ int main(int argc, char **argv)
 		ctl_usage(stdout);
 		return CTL_OK;
 	}
+	/* COMMAND [SUB] --help / -h: the usage, as for partdnsctl --help */
+	for (int i = optind + 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			ctl_usage(stdout);
+			return CTL_OK;
+		}
 	int rc = -1;
 	for (const struct command *cmd = commands; cmd->name != NULL; cmd++)
 		if (strcmp(cmd->name, name) == 0)
