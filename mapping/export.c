@@ -135,9 +135,10 @@ static void csv_field(FILE *out, const char *s)
 
 static int export_csv(const struct mapping *m, const struct ptable *t, uint64_t serial, FILE *out)
 {
+	/* Plain CSV (RFC 4180): a comment line before the header is read as the
+	 * header by CSV readers, so the serial is a column of every row. */
 	size_t n = ptable_size(t);
-	fprintf(out, "# partdns mapping table serial=%016" PRIx64 " partitions=%zu\n", serial, n);
-	fputs("partition,id,label,mapped,mapped6,country,region,city\n", out);
+	fputs("serial,partition,id,label,mapped,mapped6,country,region,city\n", out);
 	for (unsigned id = 1; id <= n; id++) {
 		const struct mapping_entry *e = entry_of(m, id);
 		char v4[PREFIX_STRLEN] = "", v6[PREFIX_STRLEN] = "";
@@ -145,6 +146,7 @@ static int export_csv(const struct mapping *m, const struct ptable *t, uint64_t 
 			return -EINVAL;
 		if (e->has_v6 && prefix_format(&e->v6, v6, sizeof(v6)) < 0)
 			return -EINVAL;
+		fprintf(out, "%016" PRIx64 ",", serial);
 		csv_field(out, ptable_name(t, id));
 		fprintf(out, ",%u,", id);
 		csv_field(out, e->label);

@@ -27,13 +27,14 @@ const char *mapping_format_name(enum mapping_format fmt);
 uint64_t mapping_serial(const struct mapping *m, const struct ptable *t);
 
 /**
- * Write the table in fmt to out, carrying mapping_serial() (CSV and geofeed
- * in a leading '#' comment line, JSON as a "serial" member). Partitions are
+ * Write the table in fmt to out, carrying mapping_serial() (CSV in a
+ * "serial" column of every row, geofeed in a leading '#' comment line as
+ * RFC 8805 allows, JSON as a "serial" member). Partitions are
  * ids 1..ptable_size(t), named by ptable_name(); m may lack entries (or be
  * NULL): such partitions export empty fields (JSON null) and no geofeed row.
  *
- * CSV: "# partdns mapping table serial=<16 hex> partitions=<N>", the header
- * "partition,id,label,mapped,mapped6,country,region,city", one row per
+ * CSV: the header "serial,partition,id,label,mapped,mapped6,country,region,city"
+ * (serial: 16 hex digits, the same on every row), one row per
  * partition; LF line ends; RFC 4180 quoting for fields holding , " CR LF
  * (or starting with '#').
  * JSON: {"serial", "partitions": [{name, id, label, mapped, mapped6, country,

@@ -313,6 +313,13 @@ run 0 -c "$C" mapping export;  out_has "nanjing"; out_has "198.51.100.1"; out_ha
 cp "$T/out" "$T/csv"
 run 0 -c "$C" mapping export --format csv
 CHECKS=$((CHECKS + 1)); cmp -s "$T/out" "$T/csv" || fail "csv is not the default format"
+# plain CSV: the header first (no comment line a CSV reader would take for it), the serial a column
+CHECKS=$((CHECKS + 1))
+[ "$(head -n 1 "$T/out")" = "serial,partition,id,label,mapped,mapped6,country,region,city" ] ||
+	fail "the CSV does not start with its header: $(head -n 1 "$T/out")"
+CHECKS=$((CHECKS + 1))
+[ "$(tail -n +2 "$T/out" | cut -d, -f1 | sort -u | grep -cE '^[0-9a-f]{16}$')" = 1 ] ||
+	fail "the CSV rows do not all carry the same 16-hex-digit serial"
 run 0 -c "$C" mapping export --format json
 out_has '"serial"'; out_has '"name": "nanjing"'; out_has '"mapped": "198.51.100.1"'; out_has '"mapped6": null'
 if command -v python3 >/dev/null 2>&1; then
