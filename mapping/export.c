@@ -330,3 +330,19 @@ int mapping_export(const struct mapping *m, const struct ptable *t, enum mapping
 		return -EIO;
 	return 0;
 }
+
+size_t mapping_warn_unlocated(const struct mapping *m, const struct ptable *t, const char *prefix, FILE *err)
+{
+	size_t n = 0;
+	for (unsigned id = 1; id <= ptable_size(t); id++) {
+		const struct mapping_entry *e = m != NULL ? mapping_get(m, id) : NULL;
+		if (e == NULL || (!e->has_v4 && !e->has_v6) || (e->country != NULL && e->country[0] != '\0'))
+			continue;
+		fprintf(err,
+		        "%spartition '%s' has a mapped address but no country: its geofeed row (RFC 8805) will not "
+		        "say where it is (set country, region and city)\n",
+		        prefix, ptable_name(t, id));
+		n++;
+	}
+	return n;
+}

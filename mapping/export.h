@@ -47,3 +47,11 @@ uint64_t mapping_serial(const struct mapping *m, const struct ptable *t);
  * @return 0, -EIO (write to out failed), or -EINVAL (unknown fmt).
  */
 int mapping_export(const struct mapping *m, const struct ptable *t, enum mapping_format fmt, FILE *out);
+
+/**
+ * Warn on err, one line each beginning with prefix, about partitions that
+ * publish a mapped address but no country: their geofeed row says nothing
+ * of where the address is, which is what a CDN reads it for.
+ * @return how many.
+ */
+size_t mapping_warn_unlocated(const struct mapping *m, const struct ptable *t, const char *prefix, FILE *err);

@@ -7,6 +7,7 @@
 
 #include "conf/conf.h"
 #include "conf/store.h"
+#include "mapping/export.h"
 #include "resolver/log.h"
 #include "resolver/daemon.h"
 
@@ -64,6 +65,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (check) {
+		char prefix[1100];
+		snprintf(prefix, sizeof(prefix), "%s: warning: ", path);
+		mapping_warn_unlocated(c->partitions.mapping, c->partitions.table, prefix, stderr);
 		printf("%s: configuration OK\n", path);
 		conf_free(c);
 		return 0;

@@ -328,9 +328,20 @@ if command -v python3 >/dev/null 2>&1; then
 		<"$T/out" || fail "mapping export --format json is not the expected JSON"
 fi
 run 0 -c "$C" mapping export --format geofeed
+err_lacks "no country"   # every partition of this config says where it is
 out_has "# partdns geofeed serial="; out_has "198.51.100.1/32,CN,CN-JS,Nanjing,"
 out_has "2001:db8:1::/56,CN,CN-JS,Nanjing,"; out_has "198.51.100.2/32,CN,CN-JS,Suzhou,"
 out_lacks "10.1.0.0/16"
+cat >"$T/noloc.yaml" <<EOF
+server:
+  store: $T/noloc-store
+partitions:
+  list:
+    - { name: east, mapped: 198.51.100.77, prefixes: [ 198.51.100.64/26 ] }
+EOF
+run 0 -c "$T/noloc.yaml" mapping export --format geofeed
+err_has "partdnsctl: warning: partition 'east' has a mapped address but no country"; out_has "198.51.100.77/32,,,,"
+run 0 -c "$T/noloc.yaml" mapping export --format csv; err_lacks "no country"   # only the geofeed is about places
 
 # --- control client ---
 run 1 -c "$C" stats

@@ -213,6 +213,9 @@ int ctl_mapping(struct ctl *c, int argc, char **argv)
 		return ctl_usage_error("mapping export: unexpected argument '%s'", argv[1 + first]);
 	if ((rc = ctl_load_conf(c)) != CTL_OK)
 		return rc;
+	if (fmt == MAPPING_FORMAT_GEOFEED)
+		mapping_warn_unlocated(c->conf->partitions.mapping, c->conf->partitions.table, "partdnsctl: warning: ",
+		                       stderr);
 	if (mapping_export(c->conf->partitions.mapping, c->conf->partitions.table, fmt, stdout) != 0) {
 		ctl_error("mapping export: cannot write the table to standard output");
 		return CTL_ERROR;
