@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j "$(nproc)" --target partdns partdnsctl
+cmake --build build -j "$(nproc)" --target partdns partdnsctl partdns-gen   # every binary the README uses
 CONF=${1:-conf/partdns.yaml}
 build/resolver/partdns -t -c "$CONF"
 mkdir -p /var/lib/partdns /run/partdns
