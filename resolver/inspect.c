@@ -36,25 +36,6 @@ static int copy_entry(const uint8_t *val, size_t vlen, const struct cache_hit *h
 	return 0;
 }
 
-size_t inspect_query_packet(uint16_t id, const uint8_t *name, size_t name_len, uint16_t type, uint8_t *pkt)
-{
-	static const uint8_t opt[11] = { 0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0 }; /* root, OPT, 1232, no options */
-	memset(pkt, 0, 12);
-	pkt[0] = (uint8_t)(id >> 8);
-	pkt[1] = (uint8_t)id;
-	pkt[2] = 0x01; /* RD */
-	pkt[5] = 1;    /* QDCOUNT */
-	pkt[11] = 1;   /* ARCOUNT */
-	memcpy(pkt + 12, name, name_len);
-	uint8_t *q = pkt + 12 + name_len;
-	q[0] = (uint8_t)(type >> 8);
-	q[1] = (uint8_t)type;
-	q[2] = 0;
-	q[3] = 1;
-	memcpy(q + 4, opt, sizeof(opt));
-	return 12 + name_len + 4 + sizeof(opt);
-}
-
 uint16_t inspect_type(const char *text)
 {
 	return (uint16_t)ldns_get_rr_type_by_name(text);
@@ -130,9 +111,9 @@ int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const
 	}
 	/* routed exactly as the query path routes a client of that partition */
 	uint8_t pkt[INSPECT_QUERY_MAX];
-	size_t plen = inspect_query_packet(0, wname, (size_t)nl, qtype, pkt);
+	int plen = wire_query_build(0, true, false, wname, (size_t)nl, qtype, 1, NULL, pkt, sizeof(pkt));
 	struct wire_query q;
-	if (wire_parse_query(pkt, plen, &q) != 0) {
+	if (plen < 0 || wire_parse_query(pkt, (size_t)plen, &q) != 0) {
 		fprintf(err, "cannot make a query for '%s'\n", name);
 		return -EINVAL;
 	}

@@ -22,15 +22,8 @@
 int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const char *name, const char *type,
                          const char *partition, FILE *out, FILE *err);
 
-/* Room for any query inspect_query_packet writes. */
+/* Room for any query wire_query_build writes without ECS: header, question, OPT. */
 #define INSPECT_QUERY_MAX (12 + 255 + 4 + 11)
-
-/**
- * A query for name (wire form) / type, class IN, RD, with EDNS (so a
- * failure comes back with its Extended DNS Error), as a client sends it.
- * @return its length (at most INSPECT_QUERY_MAX)
- */
-size_t inspect_query_packet(uint16_t id, const uint8_t *name, size_t name_len, uint16_t type, uint8_t *pkt);
 
 /** A record type by name ("AAAA"). @return the type, or 0 when unknown. */
 uint16_t inspect_type(const char *text);

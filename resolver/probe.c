@@ -187,10 +187,10 @@ int probe_query(struct probe *p, const char *name, const char *type, const char 
 	if (getrandom(&qid, sizeof(qid), 0) != (ssize_t)sizeof(qid))
 		qid = (uint16_t)clock_ns();
 	uint8_t pkt[INSPECT_QUERY_MAX];
-	size_t len = inspect_query_packet(qid, wname, (size_t)nl, qtype, pkt);
+	int len = wire_query_build(qid, true, false, wname, (size_t)nl, qtype, 1, NULL, pkt, sizeof(pkt));
 	struct query_client cl = { .tcp = false, .udp_fd = -1, .peer = &peer, .peer_len = plen };
 	uint64_t hits = counter_get(&p->ctr.hits), t0 = clock_ns();
-	int n = query_process(&p->x, &cl, pkt, len, p->out, sizeof(p->out));
+	int n = len < 0 ? 0 : query_process(&p->x, &cl, pkt, (size_t)len, p->out, sizeof(p->out));
 	const char *how = counter_get(&p->ctr.hits) != hits ? "from the cache" : "";
 	if (n == -1) {
 		n = wait_reply(p, qid);
