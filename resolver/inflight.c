@@ -92,19 +92,24 @@ static void jobs_keep(struct job_cache *c, struct job *j)
 	}
 }
 
+/* Take back, all at once, the jobs other threads ended (owner thread only). */
+static void jobs_take_returned(struct job_cache *c)
+{
+	struct job *r = atomic_exchange_explicit(&c->returned, NULL, memory_order_acquire);
+	atomic_store_explicit(&c->nreturned, 0, memory_order_relaxed);
+	while (r != NULL) {
+		struct job *next = r->hnext;
+		jobs_keep(c, r);
+		r = next;
+	}
+}
+
 static struct job *job_get(struct inflight *t)
 {
 	struct job_cache *c = thread_cache(t);
 	struct job *j = NULL;
-	if (c != NULL && c->jobs == NULL) {
-		struct job *r = atomic_exchange_explicit(&c->returned, NULL, memory_order_acquire);
-		atomic_store_explicit(&c->nreturned, 0, memory_order_relaxed);
-		while (r != NULL) {
-			struct job *next = r->hnext;
-			jobs_keep(c, r);
-			r = next;
-		}
-	}
+	if (c != NULL && c->jobs == NULL)
+		jobs_take_returned(c);
 	if (c != NULL && c->jobs != NULL) {
 		j = c->jobs;
 		c->jobs = j->hnext;
@@ -179,9 +184,6 @@ void inflight_trim(struct inflight *t)
 	struct job_cache *c = thread_cache(t);
 	if (c == NULL)
 		return;
-	/* what was returned meanwhile joins the list first: unused, it goes at the next trim */
-	struct job *r = atomic_exchange_explicit(&c->returned, NULL, memory_order_acquire);
-	atomic_store_explicit(&c->nreturned, 0, memory_order_relaxed);
 	for (; c->jobs_low > 0 && c->jobs != NULL; c->jobs_low--, c->njobs--) {
 		struct job *next = c->jobs->hnext;
 		free(c->jobs);
@@ -192,11 +194,8 @@ void inflight_trim(struct inflight *t)
 		free(c->waiters);
 		c->waiters = next;
 	}
-	while (r != NULL) {
-		struct job *next = r->hnext;
-		jobs_keep(c, r);
-		r = next;
-	}
+	/* what was returned meanwhile joins the list now: unused, it goes at the next trim */
+	jobs_take_returned(c);
 	c->jobs_low = c->njobs;
 	c->waiters_low = c->nwaiters;
 }
