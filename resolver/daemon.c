@@ -112,7 +112,10 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 			for (int k = 0; k < PRC_N; k++)
 				part[id].rcode[k] += counter_get(&pc->rcode[k]);
 		}
-		cache_tag_stats(d->cache, (unsigned)id, &part[id].cache_entries, &part[id].cache_bytes);
+		size_t entries, bytes;
+		cache_tag_stats(d->cache, (unsigned)id, &entries, &bytes);
+		part[id].cache_entries = entries;
+		part[id].cache_bytes = bytes;
 	}
 	v->part = part;
 	return 0;

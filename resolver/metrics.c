@@ -7,6 +7,7 @@
 #include "resolver/metrics.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "partition/partition.h"
@@ -200,53 +201,55 @@ static void write_global(FILE *out, const struct stats_view *v)
 	metrics_write_histogram(out, "partdns_response_seconds", "", &v->response);
 }
 
+/* One per-partition family of a single value per partition (field: its offset in struct stats_partition). */
+static void per_partition(FILE *out, const struct stats_view *v, const char *name, const char *type,
+                          const char *help, size_t field)
+{
+	family(out, name, type, help);
+	for (size_t id = 0; id <= ptable_size(v->partitions); id++) {
+		char label[256];
+		metrics_escape_label(ptable_name(v->partitions, (unsigned)id), label, sizeof(label));
+		uint64_t val;
+		memcpy(&val, (const char *)&v->part[id] + field, sizeof(val));
+		fprintf(out, "%s{partition=\"%s\"} %" PRIu64 "\n", name, label, val);
+	}
+}
+
 static void write_partitions(FILE *out, const struct stats_view *v)
 {
 	size_t np = ptable_size(v->partitions);
+	family(out, "partdns_partition_queries_total", "counter",
+	       "Queries from clients classified into the partition (after the allow list, rate limit and "
+	       "ANY/AXFR/class checks), by transport; partition \"common\" holds the unpartitioned.");
+	for (size_t id = 0; id <= np; id++) {
+		char label[256];
+		metrics_escape_label(ptable_name(v->partitions, (unsigned)id), label, sizeof(label));
+		fprintf(out, "partdns_partition_queries_total{partition=\"%s\",transport=\"udp\"} %" PRIu64 "\n", label,
+		        v->part[id].udp);
+		fprintf(out, "partdns_partition_queries_total{partition=\"%s\",transport=\"tcp\"} %" PRIu64 "\n", label,
+		        v->part[id].tcp);
+	}
 	static const struct {
-		const char *name, *help;
+		const char *name, *type, *help;
+		size_t field;
 	} fam[] = {
-		{ "partdns_partition_queries_total",
-		  "Queries from clients classified into the partition (after the allow list, rate limit and "
-		  "ANY/AXFR/class checks), by transport; partition \"common\" holds the unpartitioned." },
-		{ "partdns_partition_cache_hits_total", "Queries of the partition answered from the cache." },
-		{ "partdns_partition_cache_misses_total",
-		  "Queries of the partition that waited for a resolution (as partdns_cache_misses_total)." },
-		{ "partdns_partition_ecs_resolutions_total",
-		  "Resolutions started through the EDNS pool with the partition's mapped ECS identity." },
-	};
-	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
-		family(out, fam[f].name, "counter", fam[f].help);
-		for (size_t id = 0; id <= np; id++) {
-			char label[256];
-			metrics_escape_label(ptable_name(v->partitions, (unsigned)id), label, sizeof(label));
-			const struct stats_partition *p = &v->part[id];
-			if (f == 0) {
-				fprintf(out, "%s{partition=\"%s\",transport=\"udp\"} %" PRIu64 "\n", fam[f].name, label, p->udp);
-				fprintf(out, "%s{partition=\"%s\",transport=\"tcp\"} %" PRIu64 "\n", fam[f].name, label, p->tcp);
-				continue;
-			}
-			uint64_t val = f == 1 ? p->hits : f == 2 ? p->misses : p->edns;
-			fprintf(out, "%s{partition=\"%s\"} %" PRIu64 "\n", fam[f].name, label, val);
-		}
-	}
-	static const struct {
-		const char *name, *help;
-	} gauges[] = {
-		{ "partdns_partition_cache_entries",
+		{ "partdns_partition_cache_hits_total", "counter", "Queries of the partition answered from the cache.",
+		  offsetof(struct stats_partition, hits) },
+		{ "partdns_partition_cache_misses_total", "counter",
+		  "Queries of the partition that waited for a resolution (as partdns_cache_misses_total).",
+		  offsetof(struct stats_partition, misses) },
+		{ "partdns_partition_ecs_resolutions_total", "counter",
+		  "Resolutions started through the EDNS pool with the partition's mapped ECS identity.",
+		  offsetof(struct stats_partition, edns) },
+		{ "partdns_partition_cache_entries", "gauge",
 		  "Cache entries under the partition's own keys (flagged names asked by its clients; "
-		  "partition \"common\" holds every other entry)." },
-		{ "partdns_partition_cache_bytes", "Bytes of those entries, as partdns_cache_bytes counts them." },
+		  "partition \"common\" holds every other entry).",
+		  offsetof(struct stats_partition, cache_entries) },
+		{ "partdns_partition_cache_bytes", "gauge", "Bytes of those entries, as partdns_cache_bytes counts them.",
+		  offsetof(struct stats_partition, cache_bytes) },
 	};
-	for (size_t f = 0; f < sizeof(gauges) / sizeof(gauges[0]); f++) {
-		family(out, gauges[f].name, "gauge", gauges[f].help);
-		for (size_t id = 0; id <= np; id++) {
-			char label[256];
-			metrics_escape_label(ptable_name(v->partitions, (unsigned)id), label, sizeof(label));
-			fprintf(out, "%s{partition=\"%s\"} %zu\n", gauges[f].name, label,
-			        f == 0 ? v->part[id].cache_entries : v->part[id].cache_bytes);
-		}
-	}
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++)
+		per_partition(out, v, fam[f].name, fam[f].type, fam[f].help, fam[f].field);
 	static const char *const rcode_names[PRC_N] = { [PRC_NOERROR] = "NOERROR", [PRC_NXDOMAIN] = "NXDOMAIN",
 		                                         [PRC_SERVFAIL] = "SERVFAIL", [PRC_REFUSED] = "REFUSED",
 		                                         [PRC_FORMERR] = "FORMERR", [PRC_NOTIMP] = "NOTIMP",

@@ -14,7 +14,7 @@
 struct stats_partition {
 	uint64_t queries, hits, edns, udp, tcp, misses;
 	uint64_t rcode[PRC_N];
-	size_t cache_entries, cache_bytes; /* the partition's share of the cache (its own keys: common holds the rest) */
+	uint64_t cache_entries, cache_bytes; /* the partition's share of the cache (its own keys: common holds the rest) */
 };
 
 /* A histogram summed over threads: per-bucket counts (HIST_NB + 1, the last over every bound) and the sum. */
