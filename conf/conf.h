@@ -71,6 +71,8 @@ struct conf {
 		size_t nallow;
 		struct prefix *allow;
 		char *control;            /* control socket path */
+		char *user;               /* run as this user after binding; "" = as started (never root) */
+		char *control_group;      /* group of the control socket; "" = the user's */
 		struct conf_addr metrics; /* Prometheus /metrics and /health; len 0 = off */
 		char *store;              /* LMDB environment directory */
 		bool create_store;        /* create the store directory when missing */

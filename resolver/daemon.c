@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "resolver/metrics.h"
 #include "resolver/metrics_http.h"
 #include "resolver/net.h"
+#include "resolver/privs.h"
 #include "resolver/resolve_edns.h"
 #include "resolver/resolve_normal.h"
 #include "resolver/route.h"
@@ -315,11 +317,39 @@ static int check_outgoing(const struct conf *c)
 	return rc;
 }
 
+/*
+ * The store belongs to the user the daemon becomes: LMDB opens its lock file
+ * again in new reader processes and the map grows by writes. The directory
+ * and LMDB's two files only; anything else in it is the operator's.
+ */
+static int own_store(const struct privs *p, const char *dir)
+{
+	static const char *const files[] = { "", "/data.mdb", "/lock.mdb" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s%s", dir, files[i]);
+		int e = privs_own(p, path, false, i == 0 ? 0750 : 0640);
+		if (e != 0 && !(e == -ENOENT && i > 0)) {
+			log_err("server.store: cannot give %s to %s: %s", path, p->user, strerror(-e));
+			return e;
+		}
+	}
+	return 0;
+}
+
 struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 {
 	struct daemon *d = calloc(1, sizeof(*d));
 	if (d == NULL) {
 		conf_free(c);
+		return NULL;
+	}
+	struct privs privs;
+	char why[512];
+	if (privs_plan(c->server.user, c->server.control_group, false, &privs, why, sizeof(why)) != 0) {
+		log_err("%s", why);
+		conf_free(c);
+		free(d);
 		return NULL;
 	}
 	if (check_listen_free(c, takeover) != 0 || check_outgoing(c) != 0) {
@@ -338,6 +368,10 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	if (rc != 0) {
 		char msg[1024];
 		log_err("cannot open the store: %s", store_message(rc, c->server.store, msg, sizeof(msg)));
+		conf_free(c);
+		goto fail;
+	}
+	if (privs.drop && own_store(&privs, c->server.store) != 0) {
 		conf_free(c);
 		goto fail;
 	}
@@ -394,6 +428,12 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		    control_register(d->control, "query", cmd_query, d) != 0 ||
 		    control_register(d->control, "reload", cmd_reload, d) != 0)
 			goto fail;
+		/* the user's (the daemon reads it after the drop), the control group's (root and operators) */
+		int e = privs_own(&privs, c->server.control, true, 0660);
+		if (e != 0) {
+			log_err("server.control: cannot give %s to %s: %s", c->server.control, privs.user, strerror(-e));
+			goto fail;
+		}
 	}
 	/* bound now, after the listeners, so a busy metrics address fails the start; served from daemon_run */
 	if (c->server.metrics.len > 0) {
@@ -401,6 +441,15 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		if (d->metrics == NULL)
 			goto fail;
 	}
+	/* Everything that needs root (port 53, the store's files, the socket) is
+	 * done; no thread serves yet. */
+	int e = privs_drop(&privs);
+	if (e != 0) {
+		log_err("cannot become user %s: %s", privs.user, strerror(-e));
+		goto fail;
+	}
+	if (privs.drop)
+		log_info("running as user %s (uid %u, gid %u)", privs.user, (unsigned)privs.uid, (unsigned)privs.gid);
 	return d;
 fail:
 	daemon_free(d);
@@ -459,7 +508,7 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 	bool listen_same = old->server.nlisten == neu->server.nlisten;
 	for (size_t i = 0; listen_same && i < old->server.nlisten; i++)
 		listen_same = strcmp(old->server.listen[i].text, neu->server.listen[i].text) == 0;
-	const char *what[16];
+	const char *what[24];
 	int n = 0;
 	if (!listen_same)
 		what[n++] = "server.listen";
@@ -471,6 +520,11 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "cache.max_bytes";
 	if (old->edns.threads != neu->edns.threads)
 		what[n++] = "edns.threads";
+	if (strcmp(old->server.user, neu->server.user) != 0) /* root is gone once dropped */
+		what[n++] = "server.user";
+	if (strcmp(old->server.control_group, neu->server.control_group) != 0 ||
+	    strcmp(old->server.control, neu->server.control) != 0)
+		what[n++] = "server.control/control_group";
 	if (strcmp(old->server.dnstap, neu->server.dnstap) != 0) /* the writer and its queues are made at start */
 		what[n++] = "server.dnstap";
 	if (strcmp(old->server.metrics.text, neu->server.metrics.text) != 0)
@@ -579,6 +633,20 @@ static void poll_store(struct daemon *d)
 	pthread_mutex_unlock(&d->reload_lock);
 }
 
+/*
+ * SIGHUP under systemd (Type=notify): systemctl reload returns once the
+ * reload is done, and says when it failed (the running state is kept).
+ */
+static void notify_reload(struct daemon *d)
+{
+	sd_notify(0, "RELOADING=1\nSTATUS=reloading");
+	int rc = daemon_reload(d, NULL);
+	if (rc != 0)
+		sd_notify(0, "READY=1\nSTATUS=serving; the last reload failed, see the log");
+	else
+		sd_notify(0, "READY=1\nSTATUS=serving");
+}
+
 static bool stopping(struct daemon *d)
 {
 	return atomic_load_explicit(&d->stopping, memory_order_relaxed);
@@ -618,6 +686,7 @@ int daemon_run(struct daemon *d)
 			metrics_http_set_ready(d->metrics, true); /* /health: listeners, store and pools are up */
 		}
 		snapshot_release(s);
+		sd_notifyf(0, "READY=1\nMAINPID=%lu\nSTATUS=serving", (unsigned long)getpid());
 	}
 
 	/* Signals and the store are polled here; one second bounds pick-up. */
@@ -635,11 +704,12 @@ int daemon_run(struct daemon *d)
 			daemon_stop(d);
 		} else if (sig == SIGHUP) {
 			log_info("SIGHUP: reloading");
-			daemon_reload(d, NULL);
+			notify_reload(d);
 		} else {
 			poll_store(d);
 		}
 	}
+	sd_notify(0, "STOPPING=1");
 	if (d->metrics) /* /health says 503 while shutting down; /metrics still answers */
 		metrics_http_set_ready(d->metrics, false);
 	control_stop(d->control);

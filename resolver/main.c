@@ -10,8 +10,9 @@
 #include "mapping/export.h"
 #include "resolver/log.h"
 #include "resolver/daemon.h"
+#include "resolver/privs.h"
 
-#define PARTDNS_VERSION "0.1.0"
+/* PARTDNS_VERSION: the CMake project VERSION (resolver/CMakeLists.txt), as partdnsctl's */
 
 static void usage(FILE *f)
 {
@@ -68,6 +69,14 @@ int main(int argc, char **argv)
 		char prefix[1100];
 		snprintf(prefix, sizeof(prefix), "%s: warning: ", path);
 		mapping_warn_unlocated(c->partitions.mapping, c->partitions.table, prefix, stderr);
+		/* the user and group must exist here, and root must not be kept by accident */
+		struct privs p;
+		char why[512];
+		if (privs_plan(c->server.user, c->server.control_group, true, &p, why, sizeof(why)) != 0) {
+			fprintf(stderr, "%s: error: %s\n", path, why);
+			conf_free(c);
+			return 1;
+		}
 		printf("%s: configuration OK\n", path);
 		conf_free(c);
 		return 0;

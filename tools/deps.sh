@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config                 # toolchain
   libunbound-dev libevent-dev libldns-dev liblmdb-dev libyaml-dev libcmocka-dev   # libraries (libunbound.pc requires libevent)
   libmicrohttpd-dev                                 # server.metrics: the Prometheus endpoint's HTTP
+  libsystemd-dev                                    # sd_notify for the Type=notify unit
   clang libclang-rt-14-dev                          # libFuzzer targets
   knot knot-module-geoip knot-module-dnstap knot-dnsutils  # authoritative hierarchy + GSLB (query log) for tests
   unbound                                           # reference ECS recursor

@@ -603,6 +603,8 @@ server:
   allow: $allow
   control: $IT_TMP/control.sock
   store: $IT_TMP/store
+  # the tests start partdns as root and let it stay root (test_privs.sh drops)
+  user: ${PD_USER:-root}
 resolver:
   root_hints: $IT_TMP/root.hints
   # test. is an RFC 6761 name libunbound serves locally by default; our

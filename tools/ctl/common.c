@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/ctl/ctl.h"
 
@@ -159,6 +161,20 @@ const char *ctl_store_dir(const struct ctl *c)
 	if (c->store_dir != NULL)
 		return c->store_dir;
 	return c->conf != NULL ? c->conf->server.store : NULL;
+}
+
+int ctl_store_as_owner(const char *dir)
+{
+	struct stat st;
+	if (geteuid() != 0 || dir == NULL || stat(dir, &st) != 0 || st.st_uid == 0)
+		return 0;
+	/* group first: once the user is not root, the group cannot change */
+	if (setegid(st.st_gid) != 0 || seteuid(st.st_uid) != 0) {
+		ctl_error("cannot act as the owner (uid %u) of the store %s: %s", (unsigned)st.st_uid, dir,
+		          strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 void ctl_show_text(const char *s, size_t len, char *buf, size_t size)

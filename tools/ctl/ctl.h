@@ -39,6 +39,14 @@ int ctl_load_conf(struct ctl *c);
 
 /** The store directory: -s or server.store (needs the config loaded). */
 const char *ctl_store_dir(const struct ctl *c);
+/**
+ * Run as root on a store the daemon's user owns (server.user): act as that
+ * owner from here on (effective uid and gid), so that files LMDB creates or
+ * grows stay the daemon's. The real uid stays, for the domains' records of
+ * who changed them. No-op when not root or the directory is root's or absent.
+ * @return 0, or -1 with a message printed.
+ */
+int ctl_store_as_owner(const char *dir);
 
 /** "partdnsctl: " + message + newline on stderr. */
 void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -188,6 +188,8 @@ static int open_store(struct ctl *c, const char *what, bool readonly, bool creat
 	char msg[1024];
 	if (missing != NULL)
 		*missing = false;
+	if (ctl_store_as_owner(dir) != 0)
+		return CTL_ERROR;
 	int err = store_prepare_dir(dir, create && !readonly);
 	if (err == 0)
 		err = store_open(dir, readonly, s);
