@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The configuration reference documents every key the loader knows, and
+# nothing the loader does not know; README.md and docs/ point nowhere
+# outside the repository.
+#
+# usage: check_reference.sh SOURCE_DIR
+#
+# The key list comes from the schema tables in conf/schema.c (the rows the
+# loader walks), and is cross-checked against the keys of the sample
+# conf/partdns.yaml, so a change in how schema.c is written that this parse
+# no longer follows fails here instead of passing with too few keys.
+set -u
+src=${1:?usage: check_reference.sh SOURCE_DIR}
+schema=$src/conf/schema.c
+sample=$src/conf/partdns.yaml
+ref=$src/docs/man/partdns.yaml.5.md
+fail=0
+err() { echo "check_reference: $*" >&2; fail=1; }
+
+for f in "$schema" "$sample" "$ref"; do
+	[ -r "$f" ] || { echo "check_reference: cannot read $f" >&2; exit 1; }
+done
+
+# Each table of conf/schema.c and where its keys live in the file. A new
+# table must be added here: the test fails until it is.
+schema_keys=$(awk '
+BEGIN {
+	prefix["root_items"] = "ROOT"
+	prefix["server_items"] = "server."
+	prefix["cache_items"] = "cache."
+	prefix["resolver_items"] = "resolver."
+	prefix["zone_items"] = "resolver.forward_zones[]."
+	prefix["edns_items"] = "edns."
+	prefix["partitions_items"] = "partitions."
+	prefix["include_items"] = "partitions."   # the top of a partitions include file
+	prefix["part_items"] = "partitions.list[]."
+}
+/^static const struct sitem [a-z_0-9]+\[\] = \{/ {
+	t = $5; sub(/\[\].*/, "", t)
+	if (!(t in prefix)) { print "UNKNOWN_TABLE " t; bad = 1 }
+	table = t; next
+}
+table != "" && /^};/ { table = ""; next }
+table != "" && /\.name = "/ {
+	s = $0; sub(/.*\.name = "/, "", s); sub(/".*/, "", s)
+	if (table in prefix) print prefix[table] s
+}
+' "$schema")
+
+if grep -q '^UNKNOWN_TABLE' <<<"$schema_keys"; then
+	err "conf/schema.c has a table this test does not place: $(grep '^UNKNOWN_TABLE' <<<"$schema_keys" | cut -d' ' -f2 | tr '\n' ' ')(add it to the prefix map in $0)"
+fi
+roots=$(grep '^ROOT' <<<"$schema_keys" | sed 's/^ROOT//' | sort | tr '\n' ' ')
+[ "$roots" = "cache edns partitions resolver server " ] ||
+	err "the top-level sections of conf/schema.c are '$roots'; update the prefix map in $0"
+keys=$(grep -v -e '^ROOT' -e '^UNKNOWN_TABLE' <<<"$schema_keys" | sort -u)
+nkeys=$(wc -l <<<"$keys")
+# a floor, so a parse that finds nothing cannot pass
+[ "$nkeys" -ge 50 ] || err "found only $nkeys keys in conf/schema.c; the parse in $0 no longer follows it"
+
+# The keys of the sample config, by indentation (comments skipped; list
+# items as KEY[]; the free-form names under resolver.options skipped).
+sample_keys=$(awk '
+/^[ \t]*#/ || /^[ \t]*$/ { next }
+{
+	line = $0
+	match(line, /^ */); ind = RLENGTH; rest = substr(line, ind + 1)
+	item = 0
+	if (rest ~ /^- /) { item = 1; rest = substr(rest, 3); ind += 2 }
+	if (rest !~ /^[a-z_0-9]+:/) next
+	key = rest; sub(/:.*/, "", key)
+	while (n > 0 && ind_s[n] >= ind) n--
+	if (item && n > 0) islist[n] = 1
+	path = n > 0 ? path_s[n] (islist[n] ? "[]" : "") "." key : key
+	n++; ind_s[n] = ind; path_s[n] = path; islist[n] = 0
+	if (n > 1) print path
+}
+' "$sample" | grep -v '^resolver\.options\.' | sort -u)
+[ -n "$sample_keys" ] || err "no keys found in conf/partdns.yaml"
+for k in $sample_keys; do
+	grep -qxF -- "$k" <<<"$keys" ||
+		err "conf/partdns.yaml has key $k, which the parse of conf/schema.c did not find"
+done
+
+# Every key is a definition term of the reference: a line "`KEY`".
+for k in $keys; do
+	grep -qxF -- "\`$k\`" "$ref" || err "docs/man/partdns.yaml.5.md does not document $k (expected a line \`$k\`)"
+done
+# ... and every term there is a key.
+while IFS= read -r term; do
+	k=${term#\`}; k=${k%\`}
+	grep -qxF -- "$k" <<<"$keys" || err "docs/man/partdns.yaml.5.md documents $k, which conf/schema.c does not have"
+done < <(grep -E '^`[a-z_0-9]+\.[][a-z_0-9.]+`$' "$ref")
+
+# README.md and docs/ are the project's own: nothing points outside the repository.
+hits=$(grep -rnI -e '\.\./shared' -e 'DESIGN\.md' "$src/README.md" "$src/docs" 2>/dev/null)
+[ -z "$hits" ] || err "README.md or docs/ refer outside the repository:
+$hits"
+# Markdown links that climb out of the repository (../ from README, ../../ from docs/x.md, ...)
+while IFS= read -r f; do
+	rel=${f#"$src"/}
+	depth=$(tr -cd '/' <<<"$rel" | wc -c)
+	up=""
+	for ((i = 0; i <= depth; i++)); do up="$up../"; done
+	if grep -nF -- "]($up" "$f" >/dev/null; then
+		err "$rel links outside the repository: $(grep -nF -- "]($up" "$f" | head -3)"
+	fi
+done < <(find "$src/README.md" "$src/docs" -name '*.md')
+
+# The man pages convert (when lowdown is installed): the .TH line names the page and its section.
+if command -v lowdown >/dev/null 2>&1; then
+	for page in partdns.8 partdnsctl.8 partdns.yaml.5; do
+		md=$src/docs/man/$page.md
+		[ -r "$md" ] || { err "missing $md"; continue; }
+		th=$(lowdown -s -Tman "$md" 2>&1 | grep -m1 '^\.TH')
+		[ "$th" != "${th#.TH \"${page%.*}\" \"${page##*.}\"}" ] ||
+			err "lowdown -s -Tman $md gives '$th', expected .TH \"${page%.*}\" \"${page##*.}\""
+	done
+else
+	echo "check_reference: lowdown not installed, man page conversion not checked"
+fi
+
+[ "$fail" -eq 0 ] && echo "check_reference: $nkeys keys documented in docs/man/partdns.yaml.5.md"
+exit "$fail"
