@@ -13,13 +13,16 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf/text.h"
 
-#define STORE_FORMAT 1     /* meta "format": layout of the databases */
-#define RECORD_VERSION 1   /* first byte of every record value */
-#define RECORD_HEAD 4
+/* meta "format" holds the schema version, STORE_SCHEMA (store.h). */
+#define RECORD_V1 1        /* first byte of a record value: its format */
+#define RECORD_V2 2
+#define RECORD_HEAD_V1 4   /* version, flags, policy, nforward */
+#define RECORD_HEAD_V2 22  /* and added, changed (8 each), two name lengths */
 #define RECORD_TARGET 19   /* family, port, 16 address bytes */
 #define RECORD_SUBTREE 0x01
 #define RECORD_FAMILY_V4 4
@@ -39,12 +42,24 @@ struct store {
 	MDB_dbi meta;
 	bool readonly;
 	unsigned stale_readers; /* reader slots of dead processes freed at open */
+	unsigned migrated_from; /* schema the open migrated from; 0 = none */
+	size_t migrated;        /* records it rewrote */
 	char *dir;              /* for telling a full disk from an I/O error */
 	/* Held shared by every transaction and exclusively to change the map
 	 * size: LMDB requires that no transaction of this process is active
 	 * then, and with MDB_NOTLS other threads may be reading. */
 	pthread_rwlock_t maplock;
 };
+
+/*
+ * The last store_open on this thread refused for a newer schema: which
+ * directory and what version, so store_message can name both versions (the
+ * open failed, so there is no struct store to ask).
+ */
+static _Thread_local struct {
+	uint32_t found;
+	char dir[512];
+} schema_refused;
 
 /* Is the file system holding dir (nearly) out of space? */
 static bool disk_nearly_full(const char *dir)
@@ -160,9 +175,31 @@ static int target_check(const struct conf_addr *a)
 	return -EINVAL;
 }
 
+bool store_user_valid(const char *user)
+{
+	if (user == NULL)
+		return false;
+	size_t len = strnlen(user, STORE_USER_MAX + 1);
+	if (len > STORE_USER_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)user[i];
+		if (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')
+			return false;
+	}
+	return true;
+}
+
 int store_domain_check(const struct store_domain *d)
 {
 	if (d == NULL)
+		return -EINVAL;
+	if (d->added < 0 || d->changed < 0)
+		return -EINVAL;
+	/* memchr first: the user fields of a caller's struct may lack a NUL. */
+	if (memchr(d->added_by, '\0', sizeof(d->added_by)) == NULL ||
+	    memchr(d->changed_by, '\0', sizeof(d->changed_by)) == NULL ||
+	    !store_user_valid(d->added_by) || !store_user_valid(d->changed_by))
 		return -EINVAL;
 	size_t len = strnlen(d->name, sizeof(d->name));
 	if (len == sizeof(d->name) || !name_is_normalized(d->name, len))
@@ -183,16 +220,24 @@ int store_record_encode(const struct store_domain *d, uint8_t *buf, size_t size)
 {
 	if (store_domain_check(d) != 0)
 		return -EINVAL;
-	size_t need = RECORD_HEAD + d->nforward * RECORD_TARGET;
+	size_t alen = strlen(d->added_by), clen = strlen(d->changed_by);
+	size_t targets = d->nforward * RECORD_TARGET;
+	size_t need = RECORD_HEAD_V2 + targets + alen + clen;
 	if (buf == NULL || size < need)
 		return -ENOSPC;
 	memset(buf, 0, need);
-	buf[0] = RECORD_VERSION;
+	buf[0] = RECORD_V2;
 	buf[1] = d->subtree ? RECORD_SUBTREE : 0;
 	buf[2] = (uint8_t)d->policy;
 	buf[3] = (uint8_t)d->nforward;
+	put_be64(buf + 4, (uint64_t)d->added);
+	put_be64(buf + 12, (uint64_t)d->changed);
+	buf[20] = (uint8_t)alen;
+	buf[21] = (uint8_t)clen;
+	memcpy(buf + RECORD_HEAD_V2 + targets, d->added_by, alen);
+	memcpy(buf + RECORD_HEAD_V2 + targets + alen, d->changed_by, clen);
 	for (size_t i = 0; i < d->nforward; i++) {
-		uint8_t *t = buf + RECORD_HEAD + i * RECORD_TARGET;
+		uint8_t *t = buf + RECORD_HEAD_V2 + i * RECORD_TARGET;
 		const struct conf_addr *a = &d->forward[i];
 		if (a->ss.ss_family == AF_INET) {
 			const struct sockaddr_in *sin = (const struct sockaddr_in *)&a->ss;
@@ -242,6 +287,17 @@ static int target_decode(const uint8_t *t, struct conf_addr *a)
 	return 0;
 }
 
+/* A user name of a format-2 record: len bytes, each as store_user_valid allows. */
+static bool user_decode(const uint8_t *p, size_t len, char *out)
+{
+	if (len > STORE_USER_MAX)
+		return false;
+	memcpy(out, p, len);
+	out[len] = '\0';
+	/* A NUL inside would end the name early: reject as the character check does. */
+	return memchr(p, '\0', len) == NULL && store_user_valid(out);
+}
+
 int store_record_decode(const void *key, size_t keylen, const uint8_t *val, size_t len,
                         struct store_domain *out)
 {
@@ -249,7 +305,7 @@ int store_record_decode(const void *key, size_t keylen, const uint8_t *val, size
 		return STORE_E_CORRUPT;
 	if (keylen >= sizeof(out->name) || !name_is_normalized(key, keylen))
 		return STORE_E_CORRUPT;
-	if (len < RECORD_HEAD || val[0] != RECORD_VERSION)
+	if (len < RECORD_HEAD_V1 || (val[0] != RECORD_V1 && val[0] != RECORD_V2))
 		return STORE_E_CORRUPT;
 	if ((val[1] & ~RECORD_SUBTREE) != 0)
 		return STORE_E_CORRUPT;
@@ -258,17 +314,34 @@ int store_record_decode(const void *key, size_t keylen, const uint8_t *val, size
 	size_t n = val[3];
 	if (n > STORE_MAX_FORWARD || (val[2] == CONF_POLICY_ITERATE && n != 0))
 		return STORE_E_CORRUPT;
-	if (len != RECORD_HEAD + n * RECORD_TARGET)
-		return STORE_E_CORRUPT;
 
 	struct store_domain d;
 	memset(&d, 0, sizeof(d));
+	size_t head = RECORD_HEAD_V1;
+	if (val[0] == RECORD_V2) {
+		if (len < RECORD_HEAD_V2)
+			return STORE_E_CORRUPT;
+		uint64_t added = get_be64(val + 4), changed = get_be64(val + 12);
+		if (added > INT64_MAX || changed > INT64_MAX)
+			return STORE_E_CORRUPT;
+		size_t alen = val[20], clen = val[21];
+		head = RECORD_HEAD_V2;
+		if (len != head + n * RECORD_TARGET + alen + clen)
+			return STORE_E_CORRUPT;
+		const uint8_t *names = val + head + n * RECORD_TARGET;
+		if (!user_decode(names, alen, d.added_by) || !user_decode(names + alen, clen, d.changed_by))
+			return STORE_E_CORRUPT;
+		d.added = (int64_t)added;
+		d.changed = (int64_t)changed;
+	} else if (len != head + n * RECORD_TARGET) {
+		return STORE_E_CORRUPT;
+	}
 	memcpy(d.name, key, keylen);
 	d.subtree = (val[1] & RECORD_SUBTREE) != 0;
 	d.policy = val[2] == CONF_POLICY_FORWARD ? CONF_POLICY_FORWARD : CONF_POLICY_ITERATE;
 	d.nforward = n;
 	for (size_t i = 0; i < n; i++)
-		if (target_decode(val + RECORD_HEAD + i * RECORD_TARGET, &d.forward[i]) != 0)
+		if (target_decode(val + head + i * RECORD_TARGET, &d.forward[i]) != 0)
 			return STORE_E_CORRUPT;
 	*out = d;
 	return 0;
@@ -376,10 +449,60 @@ static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const uint8_t *v
 	return mdb_put(txn, dbi, &k, &v, 0);
 }
 
-/* Open the two databases, creating them and the meta keys when writable. */
-static int store_init(struct store *s)
+static int meta_put_format(MDB_txn *txn, MDB_dbi dbi, uint32_t format)
+{
+	uint8_t f[4] = { (uint8_t)(format >> 24), (uint8_t)(format >> 16), (uint8_t)(format >> 8),
+		         (uint8_t)format };
+	return meta_put(txn, dbi, META_FORMAT, f, sizeof(f));
+}
+
+/*
+ * Schema 1 -> 2 inside txn: every format-1 record rewritten as format 2 with
+ * who/when unknown. A record that does not decode is left as it is: it is
+ * corrupt either way, and refusing the whole open for it would leave the
+ * operator no way to delete it. @return an LMDB code; *count records rewritten.
+ */
+static int migrate_v1(struct store *s, MDB_txn *txn, size_t *count)
+{
+	MDB_cursor *cur;
+	*count = 0;
+	int rc = mdb_cursor_open(txn, s->domains, &cur);
+	if (rc != MDB_SUCCESS)
+		return rc;
+	MDB_val k, v;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		struct store_domain d;
+		uint8_t rec[STORE_RECORD_MAX];
+		if (v.mv_size < 1 || ((const uint8_t *)v.mv_data)[0] != RECORD_V1 ||
+		    store_record_decode(k.mv_data, k.mv_size, v.mv_data, v.mv_size, &d) != 0)
+			continue;
+		int len = store_record_encode(&d, rec, sizeof(rec));
+		if (len < 0)
+			continue; /* decoded, so storable: cannot happen */
+		/* The key is copied out of the map: the put moves the node it points into. */
+		char key[256];
+		memcpy(key, k.mv_data, k.mv_size); /* decoded, so shorter than 256 */
+		MDB_val nk = { k.mv_size, key }, nv = { (size_t)len, rec };
+		if ((rc = mdb_cursor_put(cur, &nk, &nv, MDB_CURRENT)) != MDB_SUCCESS)
+			break;
+		(*count)++;
+	}
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND)
+		rc = meta_put_format(txn, s->meta, STORE_SCHEMA);
+	return rc;
+}
+
+/*
+ * Open the two databases, creating them and the meta keys when writable, and
+ * migrating an older schema when writable. @param map_full out: the migration
+ * filled the map (grow and call again).
+ */
+static int store_init(struct store *s, bool *map_full)
 {
 	MDB_txn *txn;
+	*map_full = false;
 	int err = txn_begin(s, s->readonly ? MDB_RDONLY : 0, &txn);
 	if (err != 0)
 		return err;
@@ -395,22 +518,56 @@ static int store_init(struct store *s)
 	uint32_t format = 0;
 	err = meta_get_format(txn, s->meta, &format);
 	if (err == -ENOENT && !s->readonly) {
-		uint8_t f[4] = { 0, 0, 0, STORE_FORMAT }, v[8];
+		uint8_t v[8];
 		put_be64(v, 0);
-		rc = meta_put(txn, s->meta, META_FORMAT, f, sizeof(f));
+		rc = meta_put_format(txn, s->meta, STORE_SCHEMA);
 		if (rc == MDB_SUCCESS)
 			rc = meta_put(txn, s->meta, META_VERSION, v, sizeof(v));
 		err = lmdb_write_error(s->dir, rc);
-		format = STORE_FORMAT;
+		format = STORE_SCHEMA;
 	}
-	if (err == 0 && format != STORE_FORMAT)
+	if (err == 0 && format == 0)
+		err = STORE_E_CORRUPT; /* no version 0 was ever written */
+	if (err == 0 && format > STORE_SCHEMA) {
+		/* Written by a newer partdns: its records may mean more than this
+		 * build can read, and a write would lose that. */
+		schema_refused.found = format;
+		snprintf(schema_refused.dir, sizeof(schema_refused.dir), "%s", s->dir);
 		err = STORE_E_VERSION;
+	}
+	if (err == 0 && format < STORE_SCHEMA && !s->readonly) {
+		/* Format-1 records stay readable (store_record_decode), so a reader
+		 * never needs this; a writer migrates so that the schema says what
+		 * the records are. The change counter stays: the domains did not
+		 * change, so a running daemon has nothing to reload. */
+		size_t count = 0;
+		rc = migrate_v1(s, txn, &count);
+		*map_full = rc == MDB_MAP_FULL;
+		err = lmdb_write_error(s->dir, rc);
+		if (err == 0) {
+			s->migrated_from = format;
+			s->migrated = count;
+		}
+	}
 	if (err != 0) {
 		txn_abort(s, txn);
 		return err;
 	}
 	/* Committing keeps the database handles, for a read transaction too. */
-	return lmdb_write_error(s->dir, txn_commit(s, txn));
+	rc = txn_commit(s, txn);
+	*map_full = rc == MDB_MAP_FULL;
+	if (rc != MDB_SUCCESS) {
+		s->migrated_from = 0;
+		s->migrated = 0;
+	}
+	return lmdb_write_error(s->dir, rc);
+}
+
+unsigned store_migrated_from(const struct store *s, size_t *records)
+{
+	if (records != NULL)
+		*records = s != NULL ? s->migrated : 0;
+	return s != NULL ? s->migrated_from : 0;
 }
 
 int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store **out)
@@ -418,6 +575,7 @@ int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store
 	if (dir == NULL || *dir == '\0' || out == NULL)
 		return -EINVAL;
 	*out = NULL;
+	schema_refused.found = 0;
 	/* Never created here: a mistyped path must not become an empty store. */
 	int err = store_prepare_dir(dir, false);
 	if (err != 0)
@@ -459,7 +617,14 @@ int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store
 		int dead = 0;
 		if (mdb_reader_check(s->env, &dead) == MDB_SUCCESS && dead > 0)
 			s->stale_readers = (unsigned)dead;
-		err = store_init(s);
+		bool map_full;
+		err = store_init(s, &map_full);
+		/* A migration rewrites every record (copy-on-write): it may need a
+		 * bigger map than the store has. */
+		for (int tries = 0; err != 0 && map_full && tries < STORE_GROW_TRIES; tries++) {
+			if ((err = map_grow(s)) == 0)
+				err = store_init(s, &map_full);
+		}
 	}
 	if (err != 0) {
 		mdb_env_close(s->env);
@@ -522,41 +687,129 @@ static int version_bump(struct store *s, MDB_txn *txn)
 	return meta_put(txn, s->meta, META_VERSION, buf, sizeof(buf));
 }
 
+/* Same match, policy and targets (the who/when aside)? Both are valid. */
+static bool same_content(const struct store_domain *a, const struct store_domain *b)
+{
+	struct store_domain x = *a, y = *b;
+	uint8_t ra[STORE_RECORD_MAX], rb[STORE_RECORD_MAX];
+	/* Compare the encodings: the targets' bytes, not their text or padding. */
+	x.added = x.changed = y.added = y.changed = 0;
+	x.added_by[0] = x.changed_by[0] = y.added_by[0] = y.changed_by[0] = '\0';
+	int la = store_record_encode(&x, ra, sizeof(ra)), lb = store_record_encode(&y, rb, sizeof(rb));
+	return la > 0 && la == lb && memcmp(ra, rb, (size_t)la) == 0;
+}
+
+static bool has_history(const struct store_domain *d)
+{
+	return d->added != 0 || d->changed != 0 || d->added_by[0] != '\0' || d->changed_by[0] != '\0';
+}
+
+/* Binary search in names (sorted with strcmp) for the key k. */
+static bool name_in(const char *const *names, size_t n, const MDB_val *k)
+{
+	char key[256];
+	if (k->mv_size >= sizeof(key))
+		return false;
+	memcpy(key, k->mv_data, k->mv_size);
+	key[k->mv_size] = '\0';
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(names[mid], key);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* Write one entry inside txn, stamped as store_put_by says. @return an LMDB code. */
+static int put_one(struct store *s, MDB_txn *txn, const struct store_domain *in, const char *user,
+                   int64_t now, struct store_counts *counts)
+{
+	MDB_val k = { strlen(in->name), (void *)in->name }, v;
+	struct store_domain d = *in, old;
+	int rc = mdb_get(txn, s->domains, &k, &v);
+	if (rc == MDB_SUCCESS &&
+	    store_record_decode(k.mv_data, k.mv_size, v.mv_data, v.mv_size, &old) == 0) {
+		if (same_content(&old, &d)) {
+			counts->unchanged++;
+			return MDB_SUCCESS;
+		}
+		d.added = old.added;
+		memcpy(d.added_by, old.added_by, sizeof(d.added_by));
+		d.changed = now;
+		snprintf(d.changed_by, sizeof(d.changed_by), "%s", user);
+		counts->changed++;
+	} else if (rc == MDB_SUCCESS || rc == MDB_NOTFOUND) {
+		/* A record that does not decode is overwritten as if new: the
+		 * operator is replacing what could not be read. */
+		if (!has_history(&d)) {
+			d.added = d.changed = now;
+			snprintf(d.added_by, sizeof(d.added_by), "%s", user);
+			snprintf(d.changed_by, sizeof(d.changed_by), "%s", user);
+		}
+		counts->added++;
+	} else {
+		return rc;
+	}
+	uint8_t rec[STORE_RECORD_MAX];
+	int len = store_record_encode(&d, rec, sizeof(rec));
+	if (len < 0)
+		return MDB_BAD_VALSIZE; /* checked before the transaction: cannot happen */
+	v.mv_size = (size_t)len;
+	v.mv_data = rec;
+	return mdb_put(txn, s->domains, &k, &v, 0);
+}
+
+/* Delete every stored name not in names (n, sorted). @return an LMDB code. */
+static int remove_others(struct store *s, MDB_txn *txn, const char *const *names, size_t n,
+                         struct store_counts *counts)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn, s->domains, &cur);
+	if (rc != MDB_SUCCESS)
+		return rc;
+	MDB_val k, v;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == MDB_SUCCESS) {
+		if (name_in(names, n, &k)) {
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+			continue;
+		}
+		if ((rc = mdb_cursor_del(cur, 0)) != MDB_SUCCESS)
+			break;
+		counts->removed++;
+		/* After a delete the cursor stands on the next entry, and LMDB's
+		 * MDB_NEXT returns that one (not the one after). */
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
+}
+
 /* One attempt at writing the batch; returns the raw failure for MAP_FULL handling. */
-static int put_many_once(struct store *s, const struct store_domain *d, size_t n,
-                         size_t *nreplaced, bool *map_full)
+static int write_once(struct store *s, const struct store_domain *d, size_t n, const char *user,
+                      const char *const *names, bool replace, struct store_counts *counts,
+                      bool *map_full)
 {
 	MDB_txn *txn;
 	*map_full = false;
+	memset(counts, 0, sizeof(*counts));
 	int err = txn_begin(s, 0, &txn);
 	if (err != 0)
 		return err;
-	size_t replaced = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t rec[STORE_RECORD_MAX];
-		int len = store_record_encode(&d[i], rec, sizeof(rec));
-		if (len < 0) {
-			txn_abort(s, txn);
-			return len;
-		}
-		MDB_val k = { strlen(d[i].name), (void *)d[i].name }, v;
-		int rc = mdb_get(txn, s->domains, &k, &v);
-		if (rc == MDB_SUCCESS)
-			replaced++;
-		else if (rc != MDB_NOTFOUND) {
-			txn_abort(s, txn);
-			return lmdb_error(rc);
-		}
-		v.mv_size = (size_t)len;
-		v.mv_data = rec;
-		rc = mdb_put(txn, s->domains, &k, &v, 0);
-		if (rc != MDB_SUCCESS) {
-			txn_abort(s, txn);
-			*map_full = rc == MDB_MAP_FULL;
-			return lmdb_write_error(s->dir, rc);
-		}
-	}
-	int rc = version_bump(s, txn);
+	int64_t now = (int64_t)time(NULL);
+	int rc = MDB_SUCCESS;
+	for (size_t i = 0; i < n && rc == MDB_SUCCESS; i++)
+		rc = put_one(s, txn, &d[i], user, now, counts);
+	if (rc == MDB_SUCCESS && replace)
+		rc = remove_others(s, txn, names, n, counts);
+	if (rc == MDB_SUCCESS)
+		rc = version_bump(s, txn);
 	if (rc != MDB_SUCCESS) {
 		txn_abort(s, txn);
 		*map_full = rc == MDB_MAP_FULL;
@@ -567,14 +820,26 @@ static int put_many_once(struct store *s, const struct store_domain *d, size_t n
 		*map_full = rc == MDB_MAP_FULL;
 		return lmdb_write_error(s->dir, rc);
 	}
-	if (nreplaced != NULL)
-		*nreplaced = replaced;
 	return 0;
 }
 
-int store_put_many(struct store *s, const struct store_domain *d, size_t n, size_t *nreplaced)
+static int cmp_names(const void *a, const void *b)
 {
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int write_batch(struct store *s, const struct store_domain *d, size_t n, const char *user,
+                       bool replace, struct store_counts *counts)
+{
+	struct store_counts scratch;
+	if (counts == NULL)
+		counts = &scratch;
+	memset(counts, 0, sizeof(*counts));
 	if (s == NULL || (d == NULL && n > 0))
+		return -EINVAL;
+	if (user == NULL)
+		user = "";
+	if (!store_user_valid(user))
 		return -EINVAL;
 	if (s->readonly)
 		return -EROFS;
@@ -582,19 +847,51 @@ int store_put_many(struct store *s, const struct store_domain *d, size_t n, size
 	for (size_t i = 0; i < n; i++)
 		if (store_domain_check(&d[i]) != 0)
 			return -EINVAL;
-	if (nreplaced != NULL)
-		*nreplaced = 0;
-	if (n == 0)
+	if (n == 0 && !replace)
 		return 0;
+	const char **names = NULL;
+	if (replace && n > 0) {
+		if ((names = malloc(n * sizeof(*names))) == NULL)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			names[i] = d[i].name;
+		qsort(names, n, sizeof(*names), cmp_names);
+	}
+	int err;
 	for (int tries = 0;; tries++) {
 		bool map_full;
-		int err = put_many_once(s, d, n, nreplaced, &map_full);
+		err = write_once(s, d, n, user, names, replace, counts, &map_full);
 		if (!map_full || tries >= STORE_GROW_TRIES)
-			return err;
+			break;
 		/* The map is full: grow it and retry the whole (aborted) batch. */
 		if ((err = map_grow(s)) != 0)
-			return err;
+			break;
 	}
+	free(names);
+	if (err != 0)
+		memset(counts, 0, sizeof(*counts));
+	return err;
+}
+
+int store_put_by(struct store *s, const struct store_domain *d, size_t n, const char *user,
+                 struct store_counts *counts)
+{
+	return write_batch(s, d, n, user, false, counts);
+}
+
+int store_replace_all(struct store *s, const struct store_domain *d, size_t n, const char *user,
+                      struct store_counts *counts)
+{
+	return write_batch(s, d, n, user, true, counts);
+}
+
+int store_put_many(struct store *s, const struct store_domain *d, size_t n, size_t *nreplaced)
+{
+	struct store_counts c;
+	int err = write_batch(s, d, n, NULL, false, &c);
+	if (nreplaced != NULL)
+		*nreplaced = err == 0 ? c.changed + c.unchanged : 0;
+	return err;
 }
 
 int store_put(struct store *s, const struct store_domain *d)
@@ -739,6 +1036,12 @@ const char *store_message(int err, const char *dir, char *buf, size_t size)
 		         dir);
 	else if (err == -ENOSPC || err == -EDQUOT)
 		snprintf(buf, size, "no space left for the store (%s): LMDB map full / disk full", dir);
+	else if (err == STORE_E_VERSION && schema_refused.found != 0 &&
+	         strcmp(schema_refused.dir, dir) == 0)
+		snprintf(buf, size,
+		         "store %s has schema version %u; this partdns knows schema versions up to %d: "
+		         "upgrade partdns (and partdnsctl) to use this store",
+		         dir, (unsigned)schema_refused.found, STORE_SCHEMA);
 	else
 		snprintf(buf, size, "store %s: %s", dir, store_strerror(err));
 	return buf;

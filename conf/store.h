@@ -17,12 +17,23 @@ enum {
 
 #define STORE_MAX_FORWARD 8
 
+/* Longest user name a record keeps (see store_user_valid). */
+#define STORE_USER_MAX 64
+
 struct store_domain {
 	char name[256];          /* normalized (conf_name_normalize) */
 	bool subtree;            /* match the name and everything below it */
 	enum conf_policy policy;
 	size_t nforward;         /* policy forward: targets; 0 = edns.forward */
 	struct conf_addr forward[STORE_MAX_FORWARD];
+	/* Who flagged the name and when, and who last changed it (record format
+	 * 2). Times are Unix seconds; 0 is unknown (a record from before format 2,
+	 * migrated) as is an empty name. Written by the store (see store_put_by),
+	 * not by the resolver, which ignores them. */
+	int64_t added;
+	int64_t changed;
+	char added_by[STORE_USER_MAX + 1];
+	char changed_by[STORE_USER_MAX + 1];
 };
 
 struct store;
@@ -84,7 +95,11 @@ const char *store_strerror(int err);
 #define STORE_MAPSIZE_DEFAULT ((size_t)64 << 20)
 
 /* Largest encoded record value (see store_record_encode). */
-#define STORE_RECORD_MAX (4 + STORE_MAX_FORWARD * 19)
+#define STORE_RECORD_MAX (22 + STORE_MAX_FORWARD * 19 + 2 * STORE_USER_MAX)
+
+/* Schema version of the store's layout (meta "format") this build writes.
+ * 1: records of format 1 (no who/when). 2: records of format 2. */
+#define STORE_SCHEMA 2
 
 /**
  * Make sure the store directory dir exists before store_open: with create,
@@ -128,8 +143,10 @@ int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store
 /**
  * Insert or replace n domains in one transaction: all are committed, or
  * (on any error) none. The version is bumped once. Every entry is validated
- * first (as store_put). A name given twice: the later entry wins.
- * @param nreplaced out, optional: how many entries replaced an existing record.
+ * first (as store_put). A name given twice: the later entry wins. Who/when
+ * as store_put_by with the user unknown ("").
+ * @param nreplaced out, optional: how many entries were already stored
+ *        (changed or not).
  * @return 0, -EINVAL (an entry is invalid; nothing written), -EROFS (opened
  *         readonly), -ENOSPC (the map cannot grow), or STORE_E_* / -errno.
  */
@@ -138,25 +155,89 @@ int store_put_many(struct store *s, const struct store_domain *d, size_t n, size
 /**
  * Is d storable? Name non-empty and normalized (conf_name_normalize gives it
  * back unchanged), known policy, at most STORE_MAX_FORWARD targets, targets
- * only with CONF_POLICY_FORWARD, each AF_INET/AF_INET6 with a non-zero port.
+ * only with CONF_POLICY_FORWARD, each AF_INET/AF_INET6 with a non-zero port;
+ * added and changed not negative, added_by and changed_by valid
+ * (store_user_valid).
  * @return 0 or -EINVAL.
  */
 int store_domain_check(const struct store_domain *d);
 
 /**
- * Encode d's record value (format version 1: u8 version, u8 flags, u8 policy,
- * u8 nforward, then per target u8 family (4|6), u16 port (network order),
- * 16 bytes address, IPv4 in the first 4 and zeros after). The key is the name.
- * Exposed for tests and fuzzing.
+ * Is user a name a record may keep? At most STORE_USER_MAX bytes, each
+ * printable ASCII (0x20-0x7e) other than '"' and '\\', so that it reads back
+ * unchanged from the quoted export format and cannot fake a column or a
+ * terminal escape in a listing. Empty is allowed (unknown).
+ */
+bool store_user_valid(const char *user);
+
+/**
+ * Encode d's record value, format version 2: u8 version (2), u8 flags
+ * (0x01 subtree), u8 policy, u8 nforward, u64 added, u64 changed (Unix
+ * seconds, big-endian, below 2^63), u8 length of added_by, u8 length of
+ * changed_by, then per target u8 family (4|6), u16 port (network order), 16
+ * bytes address (IPv4 in the first 4 and zeros after), then the added_by and
+ * changed_by bytes (no NUL). Format 1 was the first 4 bytes and the targets.
+ * The key is the name. Exposed for tests and fuzzing.
  * @return bytes written, -EINVAL (store_domain_check fails), -ENOSPC.
  */
 int store_record_encode(const struct store_domain *d, uint8_t *buf, size_t size);
 
 /**
- * Decode a key (name text, no NUL) and record value strictly: exact length,
- * known version, no unknown flag bits, known policy and families, zero
- * padding, non-zero ports, normalized name.
+ * Decode a key (name text, no NUL) and record value of format 1 or 2
+ * strictly: exact length, known version, no unknown flag bits, known policy
+ * and families, zero padding, non-zero ports, normalized name; for format 2
+ * times below 2^63 and user names as store_user_valid. A format-1 record
+ * decodes with the who/when fields unknown (0, "").
  * @return 0 (*out filled) or STORE_E_CORRUPT.
  */
 int store_record_decode(const void *key, size_t keylen, const uint8_t *val, size_t len,
                         struct store_domain *out);
+
+/* ---- Who and when; the schema version (issue: store hygiene). ---- */
+
+/* What a write did, entry by entry. */
+struct store_counts {
+	size_t added;     /* names that were not in the store */
+	size_t changed;   /* names whose match, policy or targets changed */
+	size_t unchanged; /* names already stored as given: left as they were */
+	size_t removed;   /* store_replace_all: names not given, deleted */
+};
+
+/**
+ * As store_put_many, recording who wrote when: user (NULL = unknown, "") must
+ * be store_user_valid; the time is now. For each entry:
+ * - a name already stored with the same match, policy and targets is left as
+ *   it is (its who/when too): re-adding is no change;
+ * - a name stored differently keeps its added/added_by, and gets changed =
+ *   now and changed_by = user (d's own who/when fields are ignored);
+ * - a new name takes d's who/when fields when d has any (a restore from an
+ *   export keeps the history), else added = changed = now, by user.
+ * The change counter is bumped once. counts is optional.
+ * @return as store_put_many; -EINVAL also for an invalid user.
+ */
+int store_put_by(struct store *s, const struct store_domain *d, size_t n, const char *user,
+                 struct store_counts *counts);
+
+/**
+ * Make the store hold exactly the n domains of d, in one transaction (all or
+ * nothing): entries as store_put_by, and every stored name not among d
+ * deleted (counts->removed). n = 0 empties the store. The change counter is
+ * bumped once, so a running daemon picks up the new set.
+ * @return as store_put_by.
+ */
+int store_replace_all(struct store *s, const struct store_domain *d, size_t n, const char *user,
+                      struct store_counts *counts);
+
+/**
+ * The schema version the store had when store_open found it older than
+ * STORE_SCHEMA and migrated it (a writable open rewrites every format-1
+ * record as format 2, with who/when unknown, and sets the schema, in one
+ * transaction; records that do not decode are left as they are, still
+ * reported as corrupt), or 0 when it did not.
+ * A readonly open never migrates: it reads format-1 records as they are, so
+ * an upgraded reader works on a store not yet written by the new version.
+ * A store with a schema newer than STORE_SCHEMA is refused by any open with
+ * STORE_E_VERSION; store_message then names both versions.
+ * @param records out, optional: how many records were rewritten.
+ */
+unsigned store_migrated_from(const struct store *s, size_t *records);

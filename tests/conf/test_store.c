@@ -17,6 +17,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -433,15 +434,77 @@ static void test_record_decode(void **state)
 	struct store_domain d = domain("example.com.", true, CONF_POLICY_FORWARD);
 	add_target(&d, "198.51.100.53", 53);
 	add_target(&d, "2001:db8::1", 853);
+	d.added = 1714557600;
+	d.changed = 1714644000;
+	snprintf(d.added_by, sizeof(d.added_by), "alice");
+	snprintf(d.changed_by, sizeof(d.changed_by), "root (sudo bob)");
 	uint8_t good[STORE_RECORD_MAX];
 	int len = store_record_encode(&d, good, sizeof(good));
-	assert_int_equal(len, 4 + 2 * 19);
+	/* format 2: head 22, two targets, "alice", "root (sudo bob)" */
+	assert_int_equal(len, 22 + 2 * 19 + 5 + 15);
+	assert_int_equal(good[0], 2);
 	uint8_t small[10];
 	assert_int_equal(store_record_encode(&d, small, sizeof(small)), -ENOSPC);
 
 	struct store_domain got;
 	assert_int_equal(store_record_decode("example.com.", 12, good, (size_t)len, &got), 0);
 	assert_domain_equal(&d, &got, "encode/decode round trip");
+	assert_int_equal(got.added, d.added);
+	assert_int_equal(got.changed, d.changed);
+	assert_string_equal(got.added_by, "alice");
+	assert_string_equal(got.changed_by, "root (sudo bob)");
+
+	/* Names at the limit fit STORE_RECORD_MAX with all targets. */
+	struct store_domain big = d;
+	for (size_t i = 2; i < STORE_MAX_FORWARD; i++)
+		add_target(&big, "198.51.100.1", (uint16_t)(100 + i));
+	memset(big.added_by, 'a', STORE_USER_MAX);
+	big.added_by[STORE_USER_MAX] = '\0';
+	memset(big.changed_by, 'c', STORE_USER_MAX);
+	big.changed_by[STORE_USER_MAX] = '\0';
+	uint8_t bigrec[STORE_RECORD_MAX];
+	assert_int_equal(store_record_encode(&big, bigrec, sizeof(bigrec)), STORE_RECORD_MAX);
+	assert_int_equal(store_record_decode("example.com.", 12, bigrec, STORE_RECORD_MAX, &got), 0);
+	assert_string_equal(got.changed_by, big.changed_by);
+
+	/* What a store cannot keep: refused by check and encode alike. */
+	struct {
+		const char *msg;
+		struct store_domain d;
+	} bad[] = { { "negative added", d }, { "negative changed", d }, { "quote in a user", d },
+		    { "backslash in a user", d }, { "escape in a user", d }, { "user without NUL", d } };
+	bad[0].d.added = -1;
+	bad[1].d.changed = -5;
+	snprintf(bad[2].d.added_by, sizeof(bad[2].d.added_by), "a\"b");
+	snprintf(bad[3].d.changed_by, sizeof(bad[3].d.changed_by), "a\\b");
+	snprintf(bad[4].d.changed_by, sizeof(bad[4].d.changed_by), "a\033[2Jb");
+	memset(bad[5].d.added_by, 'x', sizeof(bad[5].d.added_by));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t buf[STORE_RECORD_MAX];
+		if (store_domain_check(&bad[i].d) != -EINVAL ||
+		    store_record_encode(&bad[i].d, buf, sizeof(buf)) != -EINVAL)
+			fail_msg("%s: accepted", bad[i].msg);
+	}
+	assert_true(store_user_valid(""));
+	assert_true(store_user_valid("root (sudo alice)"));
+	assert_false(store_user_valid("tab\there"));
+	assert_false(store_user_valid("\xc3\xa9"));
+	assert_false(store_user_valid(NULL));
+
+	/* A format-1 record (what stores before format 2 hold) still decodes,
+	 * with who/when unknown; the same bytes with a cut or extra byte do not. */
+	uint8_t v1[4 + 19] = { 1, 1, CONF_POLICY_FORWARD, 1, 4, 0, 53, 198, 51, 100, 53 };
+	assert_int_equal(store_record_decode("example.com.", 12, v1, sizeof(v1), &got), 0);
+	assert_true(got.subtree);
+	assert_int_equal(got.nforward, 1);
+	assert_string_equal(got.forward[0].text, "198.51.100.53@53");
+	assert_int_equal(got.added, 0);
+	assert_int_equal(got.changed, 0);
+	assert_string_equal(got.added_by, "");
+	assert_int_equal(store_record_decode("example.com.", 12, v1, sizeof(v1) - 1, &got), STORE_E_CORRUPT);
+	uint8_t v1long[4 + 19 + 1] = { 1, 1, CONF_POLICY_FORWARD, 1, 4, 0, 53, 198, 51, 100, 53 };
+	assert_int_equal(store_record_decode("example.com.", 12, v1long, sizeof(v1long), &got),
+	                 STORE_E_CORRUPT);
 
 	struct row {
 		const char *msg;
@@ -451,16 +514,26 @@ static void test_record_decode(void **state)
 		const char *key;
 	} rows[] = {
 		{ "version 0", 0, 0, 0, NULL },
-		{ "version 2", 0, 2, 0, NULL },
+		{ "version 1 with format-2 fields", 0, 1, 0, NULL },
+		{ "version 3", 0, 3, 0, NULL },
 		{ "unknown flag bit", 1, 0x03, 0, NULL },
 		{ "unknown policy", 2, 2, 0, NULL },
 		{ "nforward past the records", 3, 3, 0, NULL },
 		{ "nforward below the records", 3, 1, 0, NULL },
 		{ "nforward over the maximum", 3, STORE_MAX_FORWARD + 1, 0, NULL },
 		{ "iterate with targets", 2, CONF_POLICY_ITERATE, 0, NULL },
-		{ "unknown family", 4, 5, 0, NULL },
-		{ "port 0", 5, 0, 0, NULL }, /* with byte 6 below */
-		{ "IPv4 padding not zero", 4 + 3 + 4, 1, 0, NULL },
+		{ "added time past 2^63", 4, 0x80, 0, NULL },
+		{ "changed time past 2^63", 12, 0xff, 0, NULL },
+		{ "added_by longer than the record", 20, 6, 0, NULL },
+		{ "added_by shorter than the record", 20, 4, 0, NULL },
+		{ "changed_by length over the maximum", 21, STORE_USER_MAX + 1, 0, NULL },
+		{ "NUL in added_by", 22 + 2 * 19 + 1, 0, 0, NULL },
+		{ "quote in changed_by", 22 + 2 * 19 + 5 + 3, '"', 0, NULL },
+		{ "control byte in changed_by", 22 + 2 * 19 + 5, 0x1b, 0, NULL },
+		{ "non-ASCII byte in added_by", 22 + 2 * 19, 0xc3, 0, NULL },
+		{ "unknown family", 22, 5, 0, NULL },
+		{ "port 0", 23, 0, 0, NULL }, /* with byte 24 below */
+		{ "IPv4 padding not zero", 22 + 3 + 4, 1, 0, NULL },
 		{ "truncated by one", SIZE_MAX, 0, -1, NULL },
 		{ "one byte too long", SIZE_MAX, 0, 1, NULL },
 		{ "header only cut", SIZE_MAX, 0, -(len - 3), NULL },
@@ -476,7 +549,7 @@ static void test_record_decode(void **state)
 		if (rows[i].at != SIZE_MAX)
 			buf[rows[i].at] = rows[i].value;
 		if (strcmp(rows[i].msg, "port 0") == 0)
-			buf[6] = 0;
+			buf[24] = 0;
 		const char *key = rows[i].key ? rows[i].key : "example.com.";
 		int err = store_record_decode(key, strlen(key), buf, (size_t)(len + rows[i].dlen), &got);
 		if (err != STORE_E_CORRUPT)
@@ -520,11 +593,25 @@ static void test_corrupt_and_format(void **state)
 	assert_int_equal(store_foreach(s, collect_fn, &c), STORE_E_CORRUPT);
 	store_close(s);
 
-	/* A format this code does not know: refuse to open, readonly or not. */
-	static const uint8_t format2[] = { 0, 0, 0, 2 };
-	raw_put(dir, "meta", "format", format2, sizeof(format2));
+	/* A schema newer than this code knows: refuse to open, readonly or not,
+	 * and say which versions, so the operator knows to upgrade. */
+	static const uint8_t format3[] = { 0, 0, 0, STORE_SCHEMA + 1 };
+	raw_put(dir, "meta", "format", format3, sizeof(format3));
+	char msg[8192], want[8192];
 	assert_int_equal(store_open(dir, false, &s), STORE_E_VERSION);
+	snprintf(want, sizeof(want),
+	         "store %s has schema version %d; this partdns knows schema versions up to %d: "
+	         "upgrade partdns (and partdnsctl) to use this store",
+	         dir, STORE_SCHEMA + 1, STORE_SCHEMA);
+	assert_string_equal(store_message(STORE_E_VERSION, dir, msg, sizeof(msg)), want);
 	assert_int_equal(store_open(dir, true, &s), STORE_E_VERSION);
+	assert_string_equal(store_message(STORE_E_VERSION, dir, msg, sizeof(msg)), want);
+	/* Another directory's refusal is not this one's. */
+	assert_string_equal(store_message(STORE_E_VERSION, "/elsewhere", msg, sizeof(msg)),
+	                    "store /elsewhere: store was written by an incompatible version");
+	static const uint8_t format0[] = { 0, 0, 0, 0 };
+	raw_put(dir, "meta", "format", format0, sizeof(format0));
+	assert_int_equal(store_open(dir, true, &s), STORE_E_CORRUPT);
 	/* A version counter of the wrong size. */
 	static const uint8_t format1[] = { 0, 0, 0, 1 };
 	raw_put(dir, "meta", "format", format1, sizeof(format1));
@@ -548,6 +635,286 @@ static void test_corrupt_and_format(void **state)
 	int err = store_open(dir, true, &s);
 	if (err != STORE_E_CORRUPT && err != STORE_E_VERSION)
 		fail_msg("garbage data.mdb: %d (%s)", err, store_strerror(err));
+}
+
+/* Who and when: stamped by the store, kept across changes, a re-add is no change. */
+static void test_who_when(void **state)
+{
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct store_domain a = domain("a.example.", false, CONF_POLICY_ITERATE);
+	struct store_counts c;
+	int64_t t0 = (int64_t)time(NULL);
+	assert_int_equal(store_put_by(s, &a, 1, "alice", &c), 0);
+	int64_t t1 = (int64_t)time(NULL);
+	assert_int_equal(c.added, 1);
+	assert_int_equal(c.changed + c.unchanged + c.removed, 0);
+	struct store_domain got;
+	assert_int_equal(store_get(s, "a.example.", &got), 0);
+	assert_true(got.added >= t0 && got.added <= t1);
+	assert_int_equal(got.changed, got.added);
+	assert_string_equal(got.added_by, "alice");
+	assert_string_equal(got.changed_by, "alice");
+	struct store_domain first = got;
+
+	/* The same again by someone else: nothing changes, not even the who/when;
+	 * the counter still moves (a put is a commit). */
+	uint64_t v = version(s);
+	assert_int_equal(store_put_by(s, &a, 1, "bob", &c), 0);
+	assert_int_equal(c.unchanged, 1);
+	assert_int_equal(c.added + c.changed, 0);
+	assert_int_equal(version(s), v + 1);
+	assert_int_equal(store_get(s, "a.example.", &got), 0);
+	assert_string_equal(got.changed_by, "alice");
+	assert_int_equal(got.changed, first.changed);
+
+	/* A real change: added kept, changed stamped. The caller's who/when fields
+	 * are ignored for a stored name (history is the store's). */
+	sleep(1);
+	struct store_domain b = a;
+	b.subtree = true;
+	b.added = 5;
+	snprintf(b.added_by, sizeof(b.added_by), "mallory");
+	assert_int_equal(store_put_by(s, &b, 1, "root (sudo bob)", &c), 0);
+	assert_int_equal(c.changed, 1);
+	assert_int_equal(store_get(s, "a.example.", &got), 0);
+	assert_true(got.subtree);
+	assert_int_equal(got.added, first.added);
+	assert_string_equal(got.added_by, "alice");
+	assert_true(got.changed > first.changed);
+	assert_string_equal(got.changed_by, "root (sudo bob)");
+
+	/* A new name with history (a restore) keeps it; one without is stamped. */
+	struct store_domain r[2] = { domain("r.example.", false, CONF_POLICY_ITERATE),
+		                     domain("n.example.", false, CONF_POLICY_ITERATE) };
+	r[0].added = 1000;
+	r[0].changed = 2000;
+	snprintf(r[0].added_by, sizeof(r[0].added_by), "carol");
+	snprintf(r[0].changed_by, sizeof(r[0].changed_by), "dave");
+	assert_int_equal(store_put_by(s, r, 2, "erin", &c), 0);
+	assert_int_equal(c.added, 2);
+	assert_int_equal(store_get(s, "r.example.", &got), 0);
+	assert_int_equal(got.added, 1000);
+	assert_int_equal(got.changed, 2000);
+	assert_string_equal(got.added_by, "carol");
+	assert_string_equal(got.changed_by, "dave");
+	assert_int_equal(store_get(s, "n.example.", &got), 0);
+	assert_string_equal(got.added_by, "erin");
+	assert_true(got.added >= t0);
+
+	/* A user a record cannot keep: nothing written. */
+	v = version(s);
+	struct store_domain x = domain("x.example.", false, CONF_POLICY_ITERATE);
+	assert_int_equal(store_put_by(s, &x, 1, "eve\n", &c), -EINVAL);
+	assert_int_equal(store_get(s, "x.example.", &got), -ENOENT);
+	assert_int_equal(version(s), v);
+	/* store_put: who unknown. */
+	assert_int_equal(store_put(s, &x), 0);
+	assert_int_equal(store_get(s, "x.example.", &got), 0);
+	assert_string_equal(got.added_by, "");
+	assert_true(got.added >= t0);
+	store_close(s);
+
+	/* Readonly: no writes of either kind. */
+	assert_int_equal(store_open(dir, true, &s), 0);
+	assert_int_equal(store_put_by(s, &x, 1, "alice", &c), -EROFS);
+	assert_int_equal(store_replace_all(s, &x, 1, "alice", &c), -EROFS);
+	store_close(s);
+}
+
+/* replace_all: exactly the given set, one transaction, one version step. */
+static void test_replace_all(void **state)
+{
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	static const char *names[] = { "a.example.", "b.example.", "c.example.", "d.example.",
+		                       "e.example.", "f.example." };
+	for (size_t i = 0; i < 6; i++) {
+		struct store_domain d = domain(names[i], false, CONF_POLICY_ITERATE);
+		assert_int_equal(store_put_by(s, &d, 1, "alice", NULL), 0);
+	}
+	uint64_t v = version(s);
+	/* Keep c (as is) and e (changed), add g; a, b, d, f go (two of them
+	 * neighbours, and the first and last keys). */
+	struct store_domain want[3] = { domain("g.example.", true, CONF_POLICY_ITERATE),
+		                        domain("e.example.", true, CONF_POLICY_ITERATE),
+		                        domain("c.example.", false, CONF_POLICY_ITERATE) };
+	struct store_counts c;
+	/* An invalid entry: nothing happens. */
+	struct store_domain bad[2] = { want[0], domain("Bad.example.", false, CONF_POLICY_ITERATE) };
+	assert_int_equal(store_replace_all(s, bad, 2, "bob", &c), -EINVAL);
+	assert_int_equal(version(s), v);
+	struct collect col = { .n = 0 };
+	assert_int_equal(store_foreach(s, collect_fn, &col), 0);
+	assert_int_equal(col.n, 6);
+
+	assert_int_equal(store_replace_all(s, want, 3, "bob", &c), 0);
+	assert_int_equal(c.added, 1);
+	assert_int_equal(c.changed, 1);
+	assert_int_equal(c.unchanged, 1);
+	assert_int_equal(c.removed, 4);
+	assert_int_equal(version(s), v + 1);
+	memset(&col, 0, sizeof(col));
+	assert_int_equal(store_foreach(s, collect_fn, &col), 0);
+	assert_int_equal(col.n, 3);
+	assert_string_equal(col.names[0], "c.example.");
+	assert_string_equal(col.names[1], "e.example.");
+	assert_string_equal(col.names[2], "g.example.");
+	struct store_domain got;
+	assert_int_equal(store_get(s, "c.example.", &got), 0);
+	assert_string_equal(got.changed_by, "alice");
+	assert_int_equal(store_get(s, "e.example.", &got), 0);
+	assert_string_equal(got.added_by, "alice");
+	assert_string_equal(got.changed_by, "bob");
+	assert_int_equal(store_get(s, "g.example.", &got), 0);
+	assert_string_equal(got.added_by, "bob");
+
+	/* The same set again: nothing to do but the counter. */
+	assert_int_equal(store_replace_all(s, want, 3, "bob", &c), 0);
+	assert_int_equal(c.unchanged, 3);
+	assert_int_equal(c.added + c.changed + c.removed, 0);
+	/* Nothing: an empty store. */
+	assert_int_equal(store_replace_all(s, NULL, 0, "bob", &c), 0);
+	assert_int_equal(c.removed, 3);
+	memset(&col, 0, sizeof(col));
+	assert_int_equal(store_foreach(s, collect_fn, &col), 0);
+	assert_int_equal(col.n, 0);
+	assert_int_equal(version(s), v + 3);
+	store_close(s);
+}
+
+/* Build what partdns before schema 2 left on disk, with LMDB alone. */
+static void raw_store_v1(const char *dir, uint64_t counter, unsigned extra)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dom, meta;
+	assert_int_equal(mkdir(dir, 0750), 0);
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 2), 0);
+	assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, "domains", MDB_CREATE, &dom), 0);
+	assert_int_equal(mdb_dbi_open(txn, "meta", MDB_CREATE, &meta), 0);
+	uint8_t format[4] = { 0, 0, 0, 1 }, ver[8];
+	for (int i = 0; i < 8; i++)
+		ver[i] = (uint8_t)(counter >> (56 - 8 * i));
+	struct {
+		const char *key;
+		uint8_t val[4 + 19];
+		size_t len;
+	} recs[] = {
+		{ "a.example.", { 1, 1, CONF_POLICY_ITERATE, 0 }, 4 },
+		{ "f.example.", { 1, 0, CONF_POLICY_FORWARD, 1, 6, 0x14, 0xe9, 0x20, 0x01, 0x0d, 0xb8,
+		                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x53 }, 23 },
+		{ "z.example.", { 1, 0, 0, 1 }, 4 }, /* corrupt: claims a target it lacks */
+	};
+	for (size_t i = 0; i < 3; i++) {
+		MDB_val k = { strlen(recs[i].key), (void *)recs[i].key }, v = { recs[i].len, recs[i].val };
+		assert_int_equal(mdb_put(txn, dom, &k, &v, 0), 0);
+	}
+	/* Many more, over several pages, for the migration's cursor walk. */
+	for (unsigned i = 0; i < extra; i++) {
+		char key[64];
+		uint8_t val[4] = { 1, (uint8_t)(i & 1), CONF_POLICY_ITERATE, 0 };
+		snprintf(key, sizeof(key), "n%05u.example.", i);
+		MDB_val k = { strlen(key), key }, v = { 4, val };
+		assert_int_equal(mdb_put(txn, dom, &k, &v, 0), 0);
+	}
+	MDB_val k = { 6, "format" }, v = { 4, format };
+	assert_int_equal(mdb_put(txn, meta, &k, &v, 0), 0);
+	MDB_val k2 = { 7, "version" }, v2 = { 8, ver };
+	assert_int_equal(mdb_put(txn, meta, &k2, &v2, 0), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+/* The raw value of key in db (copied into buf). @return its length, or -1 when absent. */
+static int raw_get(const char *dir, const char *db, const char *key, uint8_t *buf, size_t size)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 2), 0);
+	assert_int_equal(mdb_env_open(env, dir, MDB_RDONLY, 0640), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, db, 0, &dbi), 0);
+	MDB_val k = { strlen(key), (void *)key }, v;
+	int len = -1;
+	if (mdb_get(txn, dbi, &k, &v) == 0) {
+		assert_true(v.mv_size <= size);
+		memcpy(buf, v.mv_data, v.mv_size);
+		len = (int)v.mv_size;
+	}
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return len;
+}
+
+/* A schema-1 store: read as it is readonly, migrated by a writable open. */
+static void test_migrate_v1(void **state)
+{
+	char dir[4200];
+	newdir(dir, sizeof(dir));
+	raw_store_v1(dir, 7, 2000);
+	uint8_t buf[STORE_RECORD_MAX];
+
+	/* Readonly (an upgraded reader before any write): format-1 records read
+	 * with who/when unknown, and the store is left as it was. */
+	struct store *s;
+	assert_int_equal(store_open(dir, true, &s), 0);
+	size_t nrec = 99;
+	assert_int_equal(store_migrated_from(s, &nrec), 0);
+	assert_int_equal(nrec, 0);
+	struct store_domain got;
+	assert_int_equal(store_get(s, "a.example.", &got), 0);
+	assert_true(got.subtree);
+	assert_int_equal(got.added, 0);
+	assert_int_equal(store_get(s, "f.example.", &got), 0);
+	assert_string_equal(got.forward[0].text, "2001:db8::53@5353");
+	assert_int_equal(version(s), 7);
+	store_close(s);
+	assert_int_equal(raw_get(dir, "meta", "format", buf, sizeof(buf)), 4);
+	assert_int_equal(buf[3], 1);
+	assert_int_equal(raw_get(dir, "domains", "a.example.", buf, sizeof(buf)), 4);
+
+	/* Writable: migrated in one go; the corrupt record stays as it was (and
+	 * can be deleted), the change counter too (the domains did not change). */
+	s = open_rw(dir);
+	assert_int_equal(store_migrated_from(s, &nrec), 1);
+	assert_int_equal(nrec, 2 + 2000);
+	assert_int_equal(version(s), 7);
+	assert_int_equal(store_get(s, "f.example.", &got), 0);
+	assert_int_equal(got.changed, 0);
+	assert_string_equal(got.forward[0].text, "2001:db8::53@5353");
+	assert_int_equal(store_get(s, "z.example.", &got), STORE_E_CORRUPT);
+	store_close(s);
+	assert_int_equal(raw_get(dir, "meta", "format", buf, sizeof(buf)), 4);
+	assert_int_equal(buf[3], STORE_SCHEMA);
+	assert_int_equal(raw_get(dir, "domains", "a.example.", buf, sizeof(buf)), 22);
+	assert_int_equal(buf[0], 2);
+	assert_int_equal(raw_get(dir, "domains", "f.example.", buf, sizeof(buf)), 22 + 19);
+	assert_int_equal(raw_get(dir, "domains", "z.example.", buf, sizeof(buf)), 4);
+	for (unsigned i = 0; i < 2000; i += 97) {
+		char key[64];
+		snprintf(key, sizeof(key), "n%05u.example.", i);
+		assert_int_equal(raw_get(dir, "domains", key, buf, sizeof(buf)), 22);
+		assert_int_equal(buf[1], i & 1);
+	}
+
+	/* Once only; then a change keeps "added" unknown and stamps "changed". */
+	s = open_rw(dir);
+	assert_int_equal(store_migrated_from(s, NULL), 0);
+	assert_int_equal(store_del(s, "z.example."), 0);
+	struct store_domain a = domain("a.example.", false, CONF_POLICY_ITERATE);
+	assert_int_equal(store_put_by(s, &a, 1, "alice", NULL), 0);
+	assert_int_equal(store_get(s, "a.example.", &got), 0);
+	assert_int_equal(got.added, 0);
+	assert_string_equal(got.added_by, "");
+	assert_true(got.changed > 0);
+	assert_string_equal(got.changed_by, "alice");
+	store_close(s);
 }
 
 static void write_all(int fd, const char *buf, size_t len)
@@ -1020,6 +1387,9 @@ int main(void)
 		cmocka_unit_test(test_put_many),
 		cmocka_unit_test(test_record_decode),
 		cmocka_unit_test(test_corrupt_and_format),
+		cmocka_unit_test(test_who_when),
+		cmocka_unit_test(test_replace_all),
+		cmocka_unit_test(test_migrate_v1),
 		cmocka_unit_test(test_reader_sees_other_process),
 		cmocka_unit_test(test_kill9_durability),
 		cmocka_unit_test(test_map_growth),
