@@ -38,6 +38,7 @@ struct daemon {
 	atomic_bool stopping;
 	int stop_fd;                 /* eventfd: readable once stopping; every thread polls it */
 	struct snapshot_slot snapshots;
+	struct snapshot_conf *boot;  /* the config started with: what restart-only keys still are */
 	pthread_mutex_t reload_lock; /* one reload at a time (SIGHUP, control, store poll) */
 	struct store *store;
 	struct cache *cache;
@@ -387,6 +388,9 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	log_info("%zu EDNS domain(s) from store %s", domains_count(dom), c->server.store);
 	if (snapshot_publish(&d->snapshots, c, dom, version) != 0)
 		goto fail;
+	struct snapshot *first = snapshot_get(&d->snapshots);
+	d->boot = snapshot_conf_hold(first);
+	snapshot_release(first);
 	d->cache = cache_new(c->cache.max_bytes, 0);
 	if (d->cache == NULL || cache_set_tags(d->cache, PARTITION_MAX + 1, cache_tag) != 0) {
 		log_err("cannot create the cache (cache.max_bytes %llu)", (unsigned long long)c->cache.max_bytes);
@@ -475,6 +479,7 @@ void daemon_free(struct daemon *d)
 	inflight_free(d->inflight);
 	cache_free(d->cache);
 	snapshot_slot_deinit(&d->snapshots);
+	snapshot_conf_release(d->boot);
 	if (d->store)
 		store_close(d->store);
 	if (d->stop_fd >= 0)
@@ -502,7 +507,34 @@ static bool addrs_same(const struct conf_addr *a, size_t na, const struct conf_a
 	return na == nb;
 }
 
-/* Keys that a running daemon cannot change. */
+static bool forward_zones_same(const struct conf *a, const struct conf *b)
+{
+	if (a->resolver.nforward_zones != b->resolver.nforward_zones)
+		return false;
+	for (size_t i = 0; i < a->resolver.nforward_zones; i++) {
+		const struct conf_forward_zone *x = &a->resolver.forward_zones[i], *y = &b->resolver.forward_zones[i];
+		if (strcmp(x->name, y->name) != 0 || !addrs_same(x->servers, x->nservers, y->servers, y->nservers))
+			return false;
+	}
+	return true;
+}
+
+static bool options_same(const struct conf *a, const struct conf *b)
+{
+	if (a->resolver.noptions != b->resolver.noptions)
+		return false;
+	for (size_t i = 0; i < a->resolver.noptions; i++)
+		if (strcmp(a->resolver.options[i].name, b->resolver.options[i].name) != 0 ||
+		    strcmp(a->resolver.options[i].value, b->resolver.options[i].value) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Keys that a running daemon cannot change, compared with the values it
+ * started with (old): a key changed by an earlier reload and changed back is
+ * no change, and one changed twice is still noted.
+ */
 static void note_restart_keys(const struct conf *old, const struct conf *neu, FILE *err)
 {
 	bool listen_same = old->server.nlisten == neu->server.nlisten;
@@ -520,6 +552,8 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "cache.max_bytes";
 	if (old->edns.threads != neu->edns.threads)
 		what[n++] = "edns.threads";
+	if (old->edns.max_inflight != neu->edns.max_inflight || old->edns.zone_qps != neu->edns.zone_qps)
+		what[n++] = "edns.max_inflight/zone_qps"; /* the pool's budgets and rate table are sized at start */
 	if (strcmp(old->server.user, neu->server.user) != 0) /* root is gone once dropped */
 		what[n++] = "server.user";
 	if (strcmp(old->server.control_group, neu->server.control_group) != 0 ||
@@ -547,8 +581,7 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "edns.outgoing";
 	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
 	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
-	    old->resolver.nforward_zones != neu->resolver.nforward_zones ||
-	    old->resolver.noptions != neu->resolver.noptions || old->resolver.threads != neu->resolver.threads ||
+	    !forward_zones_same(old, neu) || !options_same(old, neu) || old->resolver.threads != neu->resolver.threads ||
 	    old->resolver.zone_qps != neu->resolver.zone_qps || old->resolver.zone_inflight != neu->resolver.zone_inflight)
 		what[n++] = "resolver.* (libunbound)";
 	for (int i = 0; i < n; i++) {
@@ -579,7 +612,7 @@ int daemon_reload(struct daemon *d, FILE *err)
 		return rc;
 	}
 	struct snapshot *cur = snapshot_get(&d->snapshots);
-	note_restart_keys(cur->conf, c, err);
+	note_restart_keys(snapshot_conf_get(d->boot), c, err);
 	struct domains *dom;
 	uint64_t version;
 	rc = load_domains(d, &dom, &version);

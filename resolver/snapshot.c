@@ -22,6 +22,22 @@ static void shared_release(struct snapshot_conf *sc)
 	}
 }
 
+struct snapshot_conf *snapshot_conf_hold(struct snapshot *s)
+{
+	atomic_fetch_add(&s->shared->refs, 1);
+	return s->shared;
+}
+
+const struct conf *snapshot_conf_get(const struct snapshot_conf *sc)
+{
+	return sc->conf;
+}
+
+void snapshot_conf_release(struct snapshot_conf *sc)
+{
+	shared_release(sc);
+}
+
 /* One list of conf into the set, as list number idx (bit 1 << idx of a lookup). A prefix no lookup
  * could match (bad family or length) is left out: a scan of the list would never match it either. */
 static int acl_add(struct pset *s, const struct prefix *list, size_t n, unsigned idx)

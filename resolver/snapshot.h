@@ -64,3 +64,12 @@ void snapshot_ref(struct snapshot *s);
 
 /** Drop a reference; the last one frees s (and its config when no other snapshot shares it). NULL is a no-op. */
 void snapshot_release(struct snapshot *s);
+
+/**
+ * Keep s's config (not its domain set) alive on its own: the daemon holds
+ * the config it started with, which restart-only keys are compared against.
+ * Release with snapshot_conf_release (NULL is a no-op).
+ */
+struct snapshot_conf *snapshot_conf_hold(struct snapshot *s);
+const struct conf *snapshot_conf_get(const struct snapshot_conf *sc);
+void snapshot_conf_release(struct snapshot_conf *sc);

@@ -66,6 +66,19 @@ cp "$PD_CONF" "$IT_TMP/partdns.yaml.orig"
 sed -i "s/^  outgoing: \[ $SRC_EDNS \]/  outgoing: [ $SRC_EDNS, 127.0.0.79 ]/" "$PD_CONF"
 assert_contains "reload names edns.outgoing as a restart key" \
   "note: edns.outgoing changed; it takes effect at the next restart" "$(pdctl reload 2>&1)"
+assert_contains "reloading it again still notes it (compared with the running value, not the last file)" \
+  "note: edns.outgoing changed" "$(pdctl reload 2>&1)"
+cp "$IT_TMP/partdns.yaml.orig" "$PD_CONF"
+out=$(pdctl reload 2>&1)
+assert_eq "changed back to the running value: reload notes nothing" "" "$(printf '%s\n' "$out" | grep 'next restart')"
+# keys compared by content, not by count
+sed -i 's/"do-ip6": "no"/"do-ip6": "yes"/' "$PD_CONF"
+assert_contains "a libunbound option's value changed in place is noted" \
+  "note: resolver.* (libunbound) changed" "$(pdctl reload 2>&1)"
+cp "$IT_TMP/partdns.yaml.orig" "$PD_CONF"
+sed -i 's/^  timeout_ms: 1500$/  timeout_ms: 1500\n  max_inflight: 77/' "$PD_CONF"
+assert_contains "edns.max_inflight is noted as restart-only" "note: edns.max_inflight/zone_qps changed" \
+  "$(pdctl reload 2>&1)"
 cp "$IT_TMP/partdns.yaml.orig" "$PD_CONF"
 
 partdns_stop
