@@ -372,7 +372,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: partdns-gen [--seed N] [--prefixes-per-city N] [--v6-per-city N]\n"
-	        "                   [--format yaml|plain] [-o FILE]\n"
+	        "                   [--format yaml|plain] [-o FILE] | -V | -h\n"
 	        "Writes a synthetic partition table of %u Jiangsu cities: the body of the\n"
 	        "config's partitions: section (yaml, usable as partitions.include) or\n"
 	        "\"PREFIX CITY\" lines (plain). The same options give the same bytes.\n"
@@ -380,7 +380,9 @@ static void usage(FILE *f)
 	        "  --prefixes-per-city N  IPv4 prefixes per city, mapped /32 included (default %u)\n"
 	        "  --v6-per-city N        IPv6 prefixes per city, mapped6 /56 included (default %u)\n"
 	        "  --format yaml|plain    output format (default yaml)\n"
-	        "  -o FILE                write to FILE instead of standard output\n",
+	        "  -o FILE                write to FILE instead of standard output\n"
+	        "  -V, --version          print the version\n"
+	        "  -h, --help             this text\n",
 	        NCITIES, DEFAULT_V4, DEFAULT_V6);
 }
 
@@ -405,10 +407,11 @@ int main(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_u64(optarg, 0, UINT64_MAX, &o.seed) != 0) {
@@ -439,6 +442,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V': /* as partdns and partdnsctl */
+			printf("partdns-gen %s\n", PARTDNS_VERSION);
 			return 0;
 		default:
 			usage(stderr);
