@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The test command: install dependencies, build (warnings as errors), run every
-# test; then the same under ASan+UBSan; then build the libFuzzer targets and
-# give each a short run. Usage: tools/test.sh [--quick] (quick: first build only)
+# test; then build the Debian package, install it, run it and purge it
+# (tests/package/test_package.sh); then the same tests under ASan+UBSan; then
+# build the libFuzzer targets and give each a short run.
+# Usage: tools/test.sh [--quick] (quick: first build and its tests only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
@@ -21,6 +23,11 @@ step "tests (gcc build)"
 if [ "${1:-}" = "--quick" ]; then
   exit 0
 fi
+
+# Not a ctest: it installs the .deb into this system (and purges it), runs
+# the installed daemon as its unit would in a private network namespace.
+step "Debian package (tools/package.sh, apt-get install, run as installed, purge)"
+tests/package/test_package.sh build-pkg
 
 step "build (ASan+UBSan)"
 cmake -S "$SRC" -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWERROR=ON \
