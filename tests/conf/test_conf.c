@@ -703,6 +703,31 @@ static void test_missing_file(void **state)
 	assert_null(c);
 }
 
+/* The production example (the package's /etc/partdns/) loads silently, its include too. */
+static void test_province_config(void **state)
+{
+	(void)state;
+	char path[PATH_MAX + 48];
+	snprintf(path, sizeof(path), "%s/../../conf/province/partdns.yaml", src_dir);
+	struct capture cap;
+	struct conf *c;
+	unsigned nerr = 99;
+	int rc = conf_load(path, capture_open(&cap), &c, &nerr);
+	const char *out = capture_close(&cap);
+	if (rc != 0 || out[0] != '\0')
+		fail_msg("rc %d, output:\n%s", rc, out);
+	assert_string_equal(c->server.listen[0].text, "127.0.0.1@53");
+	assert_string_equal(c->server.user, "partdns");
+	assert_int_equal(ptable_size(c->partitions.table), 3);
+	struct prefix p;
+	assert_int_equal(prefix_parse_addr("100.64.3.7", &p), 0);
+	const char *name = ptable_name(c->partitions.table, ptable_lookup(c->partitions.table, p.family, p.addr, NULL));
+	assert_non_null(name);
+	assert_string_equal(name, "wuxi");
+	free(cap.text);
+	conf_free(c);
+}
+
 /* The shipped conf/partdns.yaml loads silently and works as documented. */
 static void test_shipped_config(void **state)
 {
@@ -887,7 +912,7 @@ int main(void)
 		cmocka_unit_test(test_threads_auto),   cmocka_unit_test(test_full),
 		cmocka_unit_test(test_data_files),     cmocka_unit_test(test_load_string_name),
 		cmocka_unit_test(test_include_dir),    cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_shipped_config), cmocka_unit_test(test_large_include),
+		cmocka_unit_test(test_shipped_config), cmocka_unit_test(test_province_config), cmocka_unit_test(test_large_include),
 		cmocka_unit_test(test_error_order),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
