@@ -8,9 +8,11 @@
 # clean; OUTDIR gets partdns_VERSION_ARCH.deb (plus the -dbgsym package,
 # .buildinfo and .changes). Then: apt-get install ./build-pkg/partdns_*.deb
 set -euo pipefail
+OUT=""
+[ -z "${1:-}" ] || OUT=$(realpath -m "$1") # a relative OUTDIR: from the caller's directory
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
-OUT=$(realpath -m "${1:-build-pkg}")
+OUT=${OUT:-$SRC/build-pkg}
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
