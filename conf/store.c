@@ -507,9 +507,7 @@ static int store_init(struct store *s, bool *map_full)
 	if (err != 0)
 		return err;
 	unsigned create = s->readonly ? 0 : MDB_CREATE;
-	int rc = mdb_dbi_open(txn, "domains", create, &s->domains);
-	if (rc == MDB_SUCCESS)
-		rc = mdb_dbi_open(txn, "meta", create, &s->meta);
+	int rc = mdb_dbi_open(txn, "meta", create, &s->meta);
 	if (rc != MDB_SUCCESS) {
 		txn_abort(s, txn);
 		/* Readonly and never initialized by a writer: the store does not exist yet. */
@@ -517,6 +515,21 @@ static int store_init(struct store *s, bool *map_full)
 	}
 	uint32_t format = 0;
 	err = meta_get_format(txn, s->meta, &format);
+	/* The schema first: a newer one is refused as such, whatever its databases. */
+	if (err == 0 && format > STORE_SCHEMA) {
+		/* Written by a newer partdns: its records may mean more than this
+		 * build can read, and a write would lose that. */
+		schema_refused.found = format;
+		snprintf(schema_refused.dir, sizeof(schema_refused.dir), "%s", s->dir);
+		err = STORE_E_VERSION;
+	}
+	if (err == 0 || err == -ENOENT) {
+		rc = mdb_dbi_open(txn, "domains", create, &s->domains);
+		if (rc != MDB_SUCCESS) {
+			txn_abort(s, txn);
+			return lmdb_error(rc);
+		}
+	}
 	if (err == -ENOENT && !s->readonly) {
 		uint8_t v[8];
 		put_be64(v, 0);
@@ -528,13 +541,6 @@ static int store_init(struct store *s, bool *map_full)
 	}
 	if (err == 0 && format == 0)
 		err = STORE_E_CORRUPT; /* no version 0 was ever written */
-	if (err == 0 && format > STORE_SCHEMA) {
-		/* Written by a newer partdns: its records may mean more than this
-		 * build can read, and a write would lose that. */
-		schema_refused.found = format;
-		snprintf(schema_refused.dir, sizeof(schema_refused.dir), "%s", s->dir);
-		err = STORE_E_VERSION;
-	}
 	if (err == 0 && format < STORE_SCHEMA && !s->readonly) {
 		/* Format-1 records stay readable (store_record_decode), so a reader
 		 * never needs this; a writer migrates so that the schema says what

@@ -379,6 +379,15 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	if (store_stale_readers(d->store) > 0)
 		log_warn("store %s: freed %u reader slot(s) left by killed processes", c->server.store,
 		         store_stale_readers(d->store));
+	/* The daemon opens the store writable (it may create it), so an upgraded
+	 * daemon migrates an older store's schema at start; say so, since an older
+	 * partdns cannot open the store after that. */
+	size_t nmigrated = 0;
+	unsigned schema_from = store_migrated_from(d->store, &nmigrated);
+	if (schema_from != 0)
+		log_info("store %s: migrated from schema version %u to %d (%zu record(s) rewritten); an "
+		         "older partdns cannot open it any more",
+		         c->server.store, schema_from, STORE_SCHEMA, nmigrated);
 	struct domains *dom;
 	uint64_t version;
 	if (load_domains(d, &dom, &version) != 0) {

@@ -28,6 +28,27 @@ t1=$(date +%s%N)
 assert_eq "domain add is live without a signal" "203.0.113.2" "$got"
 assert_le "picked up within a second" 1000 "$(((t1 - t0) / 1000000))"
 
+# Backup and restore: domain import --replace is one committed change, picked
+# up live like any other (the store's change counter moves once).
+pdctl domain export > "$IT_TMP/backup.txt"
+out=$(printf 'video.customer.example\n' | pdctl domain import --replace -)
+assert_contains "import --replace says what it did" "(0 added, 0 updated, 1 unchanged, 1 removed)" "$out"
+for ((i = 0; i < 30; i++)); do
+  got=$(dig_a 127.0.2.10 static.customer.example)
+  [ "$got" = 203.0.113.100 ] && break
+  sleep 0.05
+done
+assert_eq "a name import --replace dropped is unflagged live" "203.0.113.100" "$got"
+out=$(pdctl domain import --replace "$IT_TMP/backup.txt")
+assert_contains "... and the backup restores it" "(1 added, 0 updated, 1 unchanged, 0 removed)" "$out"
+for ((i = 0; i < 30; i++)); do
+  got=$(dig_a 127.0.2.10 static.customer.example)
+  [ "$got" = 203.0.113.2 ] && break
+  sleep 0.05
+done
+assert_eq "... flagged again live" "203.0.113.2" "$got"
+assert_match "domain list says who added it" "^static\.customer\.example\. .* $(id -un) " "$(pdctl domain list)"
+
 # the same version and help flags as partdnsctl
 assert_match "partdns -V prints the version" "^partdns [0-9]" "$("$PARTDNS_BIN" -V)"
 assert_eq "partdns --version too" "$("$PARTDNS_BIN" -V)" "$("$PARTDNS_BIN" --version)"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Fuzz target: partdnsctl's import-line parser, and the export -> import round trip. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,9 @@ static bool same_domain(const struct store_domain *a, const struct store_domain 
 	for (size_t i = 0; i < a->nforward; i++)
 		if (strcmp(a->forward[i].text, b->forward[i].text) != 0)
 			return false;
-	return true;
+	/* the who/when of a '#@' comment, which export writes and import reads */
+	return a->added == b->added && a->changed == b->changed &&
+	       strcmp(a->added_by, b->added_by) == 0 && strcmp(a->changed_by, b->changed_by) == 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -43,9 +46,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 1) {
 		if (store_domain_check(&d) != 0)
 			abort();
-		char text[2048];
-		if (ctl_domain_format_line(&d, text, sizeof(text)) < 0)
+		char text[2048], meta[512];
+		int len = ctl_domain_format_line(&d, text, sizeof(text));
+		if (len < 0 || ctl_domain_format_meta(&d, meta, sizeof(meta)) < 0)
 			abort();
+		if (meta[0] != '\0')
+			snprintf(text + len, sizeof(text) - (size_t)len, " %s", meta);
 		if (ctl_domain_parse_line(text, &def, &again, err, sizeof(err)) != 1 ||
 		    !same_domain(&d, &again))
 			abort();

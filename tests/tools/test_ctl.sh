@@ -20,6 +20,12 @@ trap cleanup EXIT
 
 FAILS=0
 CHECKS=0
+# Who the store records as making changes: this user; sudo's word only where a test sets it.
+unset SUDO_USER
+WHO=$(id -un 2>/dev/null || id -u)
+# WHO as an extended regex; TS a time as domain list shows it (UTC).
+WHO_RE=$(printf '%s' "$WHO" | sed 's/[][\\.^$*+?(){}|/]/\\&/g')
+TS='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
 fail() {
 	echo "FAIL: $*" >&2
 	echo "  --- stdout:" >&2; sed 's/^/  | /' "$T/out" >&2
@@ -153,13 +159,15 @@ out_has "added cdn.example.net. subtree policy=forward forward=198.51.100.53@53,
 run 0 domain add --policy iterate video.example.org -c "$C"; out_has "added video.example.org."
 run 0 -c "$C" domain add example.com --subtree; out_has "updated example.com. subtree policy=iterate"
 run 0 -c "$C" domain list
-out_lines 3
-out_line_re '^example\.com\.        subtree  iterate$'
-out_line_re '^cdn\.example\.net\.    subtree  forward  198\.51\.100\.53@53,2001:db8::53@5353$'
-out_line_re '^video\.example\.org\.  exact    iterate$'
+out_lines 4
+# A heading, then the columns aligned; who added and changed each entry, and when.
+out_line_re '^NAME                MATCH    POLICY   FORWARD                             ADDED                 ADDED_BY +CHANGED               CHANGED_BY$'
+out_line_re "^example\.com\.        subtree  iterate  -                                   $TS  $WHO_RE +$TS  $WHO_RE\$"
+out_line_re "^cdn\.example\.net\.    subtree  forward  198\.51\.100\.53@53,2001:db8::53@5353  $TS  $WHO_RE +$TS  $WHO_RE\$"
+out_line_re "^video\.example\.org\.  exact    iterate  -                                   $TS  $WHO_RE +$TS  $WHO_RE\$"
 # Sorted by name.
 CHECKS=$((CHECKS + 1))
-[ "$(cut -d' ' -f1 "$T/out" | tr '\n' ' ')" = "cdn.example.net. example.com. video.example.org. " ] ||
+[ "$(tail -n +2 "$T/out" | cut -d' ' -f1 | tr '\n' ' ')" = "cdn.example.net. example.com. video.example.org. " ] ||
 	fail "domain list is not in name order"
 
 # The root, and a whole top-level domain, are refused: the EDNS pool would get every name.
@@ -200,14 +208,15 @@ run 1 -c "$C" domain add f.example --policy forward --forward 198.51.100.1 --for
 args=()
 for i in $(seq 1 9); do args+=(--forward "198.51.100.$i"); done
 run 1 -c "$C" domain add f.example --policy forward "${args[@]}"; err_has "too many --forward targets: 9 (at most 8)"
-run 0 -c "$C" domain list;     out_lines 3; out_lacks "f.example"
+run 0 -c "$C" domain list;     out_lines 4; out_lacks "f.example"
 # With edns.policy forward and edns.forward in the config: the default applies.
 run 0 -c "$T/fwd.yaml" domain add f.example; out_has "added f.example. policy=forward"
-run 0 -c "$C" domain list;     out_line_re '^f\.example\. +exact +forward +\(edns\.forward\)$'
+run 0 -c "$C" domain list;     out_line_re "^f\.example\. +exact +forward +\(edns\.forward\) +$TS +$WHO_RE +$TS +$WHO_RE\$"
 
 run 0 -c "$C" domain list --json
 out_has '"name": "cdn.example.net.", "subtree": true, "policy": "forward", "forward": ["198.51.100.53@53", "2001:db8::53@5353"]'
 out_has '"name": "f.example.", "subtree": false, "policy": "forward", "forward": []'
+out_line_re "\"name\": \"f\.example\.\", .*\"added\": \"$TS\", \"added_by\": \"$WHO_RE\", \"changed\": \"$TS\", \"changed_by\": \"$WHO_RE\"\}"
 if command -v python3 >/dev/null 2>&1; then
 	CHECKS=$((CHECKS + 1))
 	python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d)==4, d; assert d[0]["name"]=="cdn.example.net."' \
@@ -217,7 +226,7 @@ fi
 run 1 -c "$C" domain del nope.example; err_has "domain 'nope.example.' is not in the store"
 run 0 -c "$C" domain del F.Example; out_has "deleted f.example."
 run 1 -c "$C" domain del f.example; err_has "domain 'f.example.' is not in the store"
-run 0 -c "$C" domain list;     out_lines 3
+run 0 -c "$C" domain list;     out_lines 4
 # del on a store that does not exist must not create it.
 run 1 -c "$C" -s "$T/nostore" domain del a.example; err_has "is not in the store"
 CHECKS=$((CHECKS + 1)); [ ! -e "$T/nostore" ] || fail "domain del created $T/nostore"
@@ -227,11 +236,11 @@ run 0 -c "$C" domain export;   out_lines 3
 out_has "cdn.example.net. subtree policy=forward forward=198.51.100.53@53,2001:db8::53@5353"
 out_has "example.com. subtree policy=iterate"
 cp "$T/out" "$T/export1"
-run 0 -c "$C" -s "$T/store2" domain import --create "$T/export1"; out_has "imported 3 domains from $T/export1 (3 added, 0 updated)"
+run 0 -c "$C" -s "$T/store2" domain import --create "$T/export1"; out_has "imported 3 domains from $T/export1 (3 added, 0 updated, 0 unchanged)"
 run 0 -c "$C" -s "$T/store2" domain export
 CHECKS=$((CHECKS + 1))
 diff <(grep -v '^#' "$T/export1") <(grep -v '^#' "$T/out") >/dev/null || fail "export of the imported store differs"
-run 0 -c "$C" -s "$T/store2" domain import "$T/export1"; out_has "(0 added, 3 updated)"
+run 0 -c "$C" -s "$T/store2" domain import "$T/export1"; out_has "(0 added, 0 updated, 3 unchanged)"
 
 cat >"$T/good.txt" <<'EOF'
 # a comment, then a blank line
@@ -240,11 +249,11 @@ new.example subtree    # trailing comment
 fwd.example policy=forward forward=198.51.100.7,2001:db8::7@5353
  Example.COM  exact
 EOF
-run 0 -c "$C" domain import "$T/good.txt"; out_has "imported 3 domains from $T/good.txt (2 added, 1 updated)"
+run 0 -c "$C" domain import "$T/good.txt"; out_has "imported 3 domains from $T/good.txt (2 added, 1 updated, 0 unchanged)"
 run 0 -c "$C" domain list
-out_line_re '^new\.example\. +subtree +iterate$'
-out_line_re '^fwd\.example\. +exact +forward +198\.51\.100\.7@53,2001:db8::7@5353$'
-out_line_re '^example\.com\. +exact +iterate$'
+out_line_re '^new\.example\. +subtree +iterate +- '
+out_line_re '^fwd\.example\. +exact +forward +198\.51\.100\.7@53,2001:db8::7@5353 '
+out_line_re '^example\.com\. +exact +iterate +- '
 cp "$T/out" "$T/before_bad"
 
 cat >"$T/bad.txt" <<'EOF'
@@ -283,6 +292,125 @@ run_in 0 "$T/stdin.txt" -c "$C" domain import -; out_has "imported 1 domain from
 run 1 -c "$C" domain import "$T/none.txt"; err_has "cannot open $T/none.txt"
 : >"$T/empty.txt"
 run 0 -c "$C" domain import "$T/empty.txt"; out_has "imported 0 domains"
+
+# --- who and when; backup and restore (export | import --replace); the store's schema ---
+S=$T/hist
+run 0 -c "$C" -s "$S" domain add keep.example --create; out_has "added keep.example."
+run 0 -c "$C" -s "$S" domain add gone.example
+# Under sudo, sudo's caller is recorded too; a changed entry keeps who added it.
+export SUDO_USER=alice
+run 0 -c "$C" -s "$S" domain add keep.example --subtree; out_has "updated keep.example. subtree"
+unset SUDO_USER
+SUDO_WHO="$WHO (sudo alice)"
+[ "$WHO" = alice ] && SUDO_WHO=alice
+SUDO_RE=$(printf '%s' "$SUDO_WHO" | sed 's/[][\\.^$*+?(){}|/]/\\&/g')
+run 0 -c "$C" -s "$S" domain list
+out_line_re "^keep\.example\. +subtree +iterate +- +$TS +$WHO_RE +$TS +$SUDO_RE\$"
+# The same again is no change: who/when stay.
+run 0 -c "$C" -s "$S" domain add keep.example --subtree; out_has "unchanged keep.example. subtree policy=iterate"
+run 0 -c "$C" -s "$S" domain list
+out_line_re "^keep\.example\. +subtree +iterate +- +$TS +$WHO_RE +$TS +$SUDO_RE\$"
+# A hostile SUDO_USER cannot reach the terminal or break the export's quoting.
+export SUDO_USER=$'ev"il\033[2J (x)\\'
+run 0 -c "$C" -s "$S" domain add evil.example
+unset SUDO_USER
+run 0 -c "$C" -s "$S" domain list
+out_has "$WHO (sudo ev?il?[2J??x??)"
+CHECKS=$((CHECKS + 1)); ! grep -q $'\033' "$T/out" || fail "domain list wrote an escape byte"
+run 0 -c "$C" -s "$S" domain del evil.example
+
+# export: the import format plus the who/when as a '#@' comment.
+run 0 -c "$C" -s "$S" domain export
+out_line_re "^# partdnsctl domain export from $S at $TS by $WHO_RE\$"
+out_line_re "^keep\.example\. subtree policy=iterate #@ added=$TS added_by=\"$WHO_RE\" changed=$TS changed_by=\"$SUDO_RE\"\$"
+out_line_re "^gone\.example\. policy=iterate #@ added=$TS added_by=\"$WHO_RE\" changed=$TS changed_by=\"$WHO_RE\"\$"
+cp "$T/out" "$T/backup"
+# Then the store drifts: a change, an addition, a deletion.
+run 0 -c "$C" -s "$S" domain add keep.example
+run 0 -c "$C" -s "$S" domain add extra.example
+run 0 -c "$C" -s "$S" domain del gone.example
+# Restore: the store is the file's set again, in one step, saying what it did.
+run 0 -c "$C" -s "$S" domain import --replace "$T/backup"
+out_has "imported 2 domains from $T/backup, replacing the store (1 added, 1 updated, 0 unchanged, 1 removed)"
+run 0 -c "$C" -s "$S" domain export
+CHECKS=$((CHECKS + 1))
+# gone.example. comes back with its history; keep.example. was changed back
+# now, by this user, which its 'changed' says.
+diff <(grep -v '^#' "$T/backup" | grep -v '^keep\.') <(grep -v '^#' "$T/out" | grep -v '^keep\.') >/dev/null ||
+	fail "import --replace did not restore the backup"
+out_line_re "^keep\.example\. subtree policy=iterate #@ added=$TS added_by=\"$WHO_RE\" changed=$TS changed_by=\"$WHO_RE\"\$"
+out_lacks "extra.example"
+# Into a new store, through a pipe: lossless, who/when included.
+LAST="partdnsctl domain export | partdnsctl domain import --create --replace -"
+CHECKS=$((CHECKS + 1))
+"$CTL" -c "$C" -s "$S" domain export | "$CTL" -c "$C" -s "$T/hist2" domain import --create --replace - >"$T/out" 2>"$T/err" ||
+	fail "$LAST: failed"
+out_has "imported 2 domains from <stdin>, replacing the store (2 added, 0 updated, 0 unchanged, 0 removed)"
+run 0 -c "$C" -s "$S" domain export; grep -v '^#' "$T/out" >"$T/a"
+run 0 -c "$C" -s "$T/hist2" domain export; grep -v '^#' "$T/out" >"$T/b"
+CHECKS=$((CHECKS + 1)); cmp -s "$T/a" "$T/b" || fail "export | import --replace into a new store is not lossless"
+# A file of the format before who/when (no '#@') imports as before.
+run 0 -c "$C" -s "$T/hist2" domain import --replace "$T/good.txt"
+out_has "imported 3 domains from $T/good.txt, replacing the store (3 added, 0 updated, 0 unchanged, 2 removed)"
+run 0 -c "$C" -s "$T/hist2" domain list; out_line_re "^new\.example\. +subtree +iterate +- +$TS +$WHO_RE "
+
+# Bad lines: each named file:line, nothing written.
+run 0 -c "$C" -s "$S" domain export; cp "$T/out" "$T/before_replace"
+cat >"$T/badmeta.txt" <<'END'
+ok.example
+t1.example #@ added=yesterday
+t2.example #@ added_by="a
+t3.example #@ colour="blue"
+t4.example #@ added=2024-05-01T10:00:00Z added=2024-05-01T10:00:00Z
+t5.example #@ changed=2024-02-30T10:00:00Z
+#@ added=2024-05-01T10:00:00Z
+t6.example #@ changed_by=bob
+t7.example #@ added_by="xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+t8.example #@ added=2024-05-01T10:00:00Z changed_by="bob" # a comment too
+END
+run 1 -c "$C" -s "$S" domain import --replace "$T/badmeta.txt"
+err_has "$T/badmeta.txt:2: error: added=yesterday is not a UTC time as 2024-05-01T10:00:00Z"
+err_has "$T/badmeta.txt:3: error: added_by= needs a quoted name"
+err_has "$T/badmeta.txt:4: error: unknown field 'colour=\"blue\"' in the '#@' who/when comment"
+err_has "$T/badmeta.txt:5: error: added= given twice"
+err_has "$T/badmeta.txt:6: error: changed=2024-02-30T10:00:00Z is not a UTC time"
+err_has "$T/badmeta.txt:7: error: a '#@' who/when comment without a domain before it"
+err_has "$T/badmeta.txt:8: error: changed_by= needs a quoted name"
+err_has "$T/badmeta.txt:9: error: added_by= must be at most 64 printable ASCII characters"
+err_has "$T/badmeta.txt:10: error: unknown field '#'"
+err_has "9 errors, nothing imported"
+run 0 -c "$C" -s "$S" domain export
+CHECKS=$((CHECKS + 1))
+diff <(grep -v '^#' "$T/before_replace") <(grep -v '^#' "$T/out") >/dev/null || fail "a refused import --replace changed the store"
+# An empty file would empty the store: refused.
+run 1 -c "$C" -s "$S" domain import --replace "$T/empty.txt"
+err_has "domain import --replace: $T/empty.txt holds no domains; refusing to empty the store"
+run 0 -c "$C" -s "$S" domain list; out_has "keep.example."
+
+# A store of schema 1 (partdns before who/when), made with LMDB's own tool:
+# read as it is, migrated by the first write; a newer schema is refused.
+if command -v mdb_load >/dev/null 2>&1; then
+	mkdir "$T/v1"
+	printf 'old.example.\n\\01\\01\\00\\00\n' | mdb_load -T -s domains "$T/v1"
+	printf 'format\n\\00\\00\\00\\01\nversion\n\\00\\00\\00\\00\\00\\00\\00\\05\n' | mdb_load -T -s meta "$T/v1"
+	run 0 -c "$C" -s "$T/v1" domain list
+	out_line_re '^old\.example\. +subtree +iterate +- +- +- +- +-$'; err_lacks "migrated"
+	run 0 -c "$C" -s "$T/v1" domain export; out_has "old.example. subtree policy=iterate"; out_lacks "#@"
+	run 0 -c "$C" -s "$T/v1" domain add new.example
+	err_has "partdnsctl: note: store $T/v1: migrated from schema version 1 to 2 (1 record rewritten); an older partdns cannot open it any more"
+	run 0 -c "$C" -s "$T/v1" domain list; err_lacks "migrated"
+	out_line_re '^old\.example\. +subtree +iterate +- +- +- +- +-$'
+	out_line_re "^new\.example\. +exact +iterate +- +$TS +$WHO_RE +$TS +$WHO_RE\$"
+	mkdir "$T/v3"
+	printf 'format\n\\00\\00\\00\\03\nversion\n\\00\\00\\00\\00\\00\\00\\00\\00\n' | mdb_load -T -s meta "$T/v3"
+	for verb in list "add x.example"; do
+		# shellcheck disable=SC2086 # the verb's words
+		run 1 -c "$C" -s "$T/v3" domain $verb
+		err_has "store $T/v3 has schema version 3; this partdns knows schema versions up to 2: upgrade partdns (and partdnsctl) to use this store"
+	done
+else
+	echo "SKIP: schema migration checks: no mdb_load (lmdb-utils)" >&2
+fi
 
 # --- partitions ---
 run 0 -c "$C" partition lookup 10.1.2.3
@@ -436,7 +564,7 @@ if mount -t tmpfs -o size=1m,mode=0700 tmpfs "$T/mnt" 2>"$T/mount.err"; then
 		run 1 -c "$C" -s "$T/mnt/store" domain import "$T/many.txt"
 		err_has "partdnsctl: domain import: cannot store 2000 domains from $T/many.txt: no space left for the store ($T/mnt/store): LMDB map full / disk full; nothing imported"
 		run 1 -c "$C" -s "$T/mnt/store" domain add "$(printf 'y%.0s' $(seq 60)).example" --policy forward --forward 2001:db8::1
-		run 0 -c "$C" -s "$T/mnt/store" domain list; out_lines 1
+		run 0 -c "$C" -s "$T/mnt/store" domain list; out_lines 2
 		rm -f "$T/mnt/fill"
 	done
 	run 0 -c "$C" -s "$T/mnt/store" domain import "$T/many.txt"; out_has "imported 2000 domains"

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "conf/conf.h"
@@ -23,6 +24,9 @@ struct ctl {
 	const char *conf_from; /* which of the three, for messages */
 	const char *store_dir; /* -s, overrides server.store; NULL = from the config */
 	struct conf *conf;     /* after ctl_load_conf() */
+	/* Who runs partdnsctl (ctl_user_current), for the store's who/when; taken
+	 * first thing in main, before anything may switch to another user. */
+	char user[STORE_USER_MAX + 1];
 };
 
 /* A subcommand: argv[0] is its name ("domain", "stats", ...). @return an exit code. */
@@ -91,8 +95,10 @@ int ctl_domain_build(const char *name, bool subtree, int policy, const char *con
 
 /**
  * Parse one line of the import format:
- * NAME [subtree|exact] [policy=iterate|forward] [forward=ADDR[@PORT],...]
- * '#' at the start of a line or after a blank starts a comment.
+ * NAME [subtree|exact] [policy=iterate|forward] [forward=ADDR[@PORT],...] [#@ WHO/WHEN]
+ * '#' at the start of a line or after a blank starts a comment; a comment
+ * that starts "#@" is the who/when of ctl_domain_format_meta, read strictly
+ * into out's added/added_by/changed/changed_by (unknown when absent).
  * @param line modified (tokenized).
  * @return 1 (*out filled), 0 (blank or comment), -1 with a message in err.
  */
@@ -101,6 +107,31 @@ int ctl_domain_parse_line(char *line, const struct ctl_defaults *def, struct sto
 
 /** The import-format line for d, without newline, into buf. @return length or -ENOSPC. */
 int ctl_domain_format_line(const struct store_domain *d, char *buf, size_t size);
+
+/**
+ * d's who/when as the comment an export puts after its line:
+ * "#@ added=TIME added_by=\"USER\" changed=TIME changed_by=\"USER\"", TIME
+ * as 2024-05-01T10:00:00Z (UTC), each field only when known; "" (length 0)
+ * when none is. ctl_domain_parse_line reads it back; other partdnsctl
+ * versions take it for a comment.
+ * @return length or -ENOSPC.
+ */
+int ctl_domain_format_meta(const struct store_domain *d, char *buf, size_t size);
+
+/** t (Unix seconds) as 2024-05-01T10:00:00Z into buf (21 bytes); "-" for 0 (unknown). */
+void ctl_time_format(int64_t t, char *buf, size_t size);
+
+/**
+ * The name recorded as who made a change: name (else the uid in decimal),
+ * and " (sudo X)" when sudo_user X is set and another name; bytes other than
+ * printable ASCII, blanks, quotes, backslashes and parentheses become '?';
+ * at most STORE_USER_MAX bytes. Pure: for ctl_user_current and tests.
+ */
+void ctl_user_format(const char *name, unsigned long uid, const char *sudo_user, char *buf,
+                     size_t size);
+
+/** ctl_user_format for the real uid of this process and $SUDO_USER. */
+void ctl_user_current(char *buf, size_t size);
 
 /**
  * Check a domain name typed by an operator (cache flush NAME): "." or labels

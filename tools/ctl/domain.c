@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tools/ctl/ctl.h"
 
@@ -96,20 +97,170 @@ int ctl_domain_build(const char *name, bool subtree, int policy, const char *con
 	return 0;
 }
 
+void ctl_time_format(int64_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+	if (t <= 0 || gmtime_r(&tt, &tm) == NULL || tm.tm_year + 1900 > 9999) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	unsigned yoe = (unsigned)(y - era * 400);
+	unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+/* Exactly YYYY-MM-DDTHH:MM:SSZ (what ctl_time_format writes), 1970..9999. @return 0 or -1. */
+static int time_parse(const char *s, int64_t *out)
+{
+	unsigned v[6];
+	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+	if (strlen(s) != sizeof(shape) - 1)
+		return -1;
+	for (size_t i = 0; shape[i]; i++)
+		if (shape[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != shape[i])
+			return -1;
+	static const unsigned at[6] = { 0, 5, 8, 11, 14, 17 }, width[6] = { 4, 2, 2, 2, 2, 2 };
+	for (int i = 0; i < 6; i++) {
+		v[i] = 0;
+		for (unsigned j = 0; j < width[i]; j++)
+			v[i] = v[i] * 10 + (unsigned)(s[at[i] + j] - '0');
+	}
+	static const unsigned mdays[12] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (v[0] % 4 == 0 && v[0] % 100 != 0) || v[0] % 400 == 0;
+	if (v[0] < 1970 || v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > mdays[v[1] - 1] ||
+	    (v[1] == 2 && v[2] == 29 && !leap) || v[3] > 23 || v[4] > 59 || v[5] > 59)
+		return -1;
+	*out = days_from_civil(v[0], v[1], v[2]) * 86400 + v[3] * 3600 + v[4] * 60 + v[5];
+	return 0;
+}
+
+int ctl_domain_format_meta(const struct store_domain *d, char *buf, size_t size)
+{
+	char at[32];
+	size_t len = 0;
+	int n;
+	if (size == 0)
+		return -ENOSPC;
+	buf[0] = '\0';
+	struct {
+		const char *key;
+		int64_t t;
+		const char *who;
+	} f[2] = { { "added", d->added, d->added_by }, { "changed", d->changed, d->changed_by } };
+	for (int i = 0; i < 2; i++) {
+		if (f[i].t > 0) {
+			ctl_time_format(f[i].t, at, sizeof(at));
+			n = snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "#@ ", f[i].key, at);
+			if (n < 0 || (size_t)n >= size - len)
+				return -ENOSPC;
+			len += (size_t)n;
+		}
+		if (f[i].who[0] != '\0') {
+			/* quoted as is: store_user_valid names hold no '"' or '\\' */
+			n = snprintf(buf + len, size - len, "%s%s_by=\"%s\"", len ? " " : "#@ ", f[i].key,
+			             f[i].who);
+			if (n < 0 || (size_t)n >= size - len)
+				return -ENOSPC;
+			len += (size_t)n;
+		}
+	}
+	return (int)len;
+}
+
+/* The "#@" comment (text after the marker) into out's who/when. @return 0 or -1 with err. */
+static int parse_meta(char *text, struct store_domain *out, char *err, size_t errsize)
+{
+	static const char blanks[] = " \t\r\n\v\f";
+	bool seen[4] = { false, false, false, false };
+	static const char *const keys[4] = { "added", "added_by", "changed", "changed_by" };
+	char *p = text;
+	for (;;) {
+		p += strspn(p, blanks);
+		if (*p == '\0')
+			return 0;
+		char *eq = strchr(p, '=');
+		size_t klen = eq != NULL ? (size_t)(eq - p) : 0;
+		int k = -1;
+		for (int i = 0; i < 4 && eq != NULL; i++)
+			if (strlen(keys[i]) == klen && strncmp(p, keys[i], klen) == 0)
+				k = i;
+		if (k < 0 || strcspn(p, blanks) < klen) {
+			size_t wlen = strcspn(p, blanks);
+			return errf(err, errsize,
+			            "unknown field '%.*s' in the '#@' who/when comment (expected added=, "
+			            "added_by=, changed=, changed_by=)",
+			            (int)(wlen > 64 ? 64 : wlen), p);
+		}
+		if (seen[k])
+			return errf(err, errsize, "%s= given twice in the '#@' comment", keys[k]);
+		seen[k] = true;
+		char *val = eq + 1, *end;
+		if (k == 1 || k == 3) {
+			/* "USER": no quote inside (store_user_valid), so the next one ends it */
+			end = *val == '"' ? strchr(val + 1, '"') : NULL;
+			if (end == NULL)
+				return errf(err, errsize, "%s= needs a quoted name (%s=\"alice\")", keys[k],
+				            keys[k]);
+			*end = '\0';
+			char *user = val + 1;
+			p = end + 1;
+			if (*p != '\0' && strchr(blanks, *p) == NULL)
+				return errf(err, errsize, "text after the closing quote of %s=", keys[k]);
+			if (!store_user_valid(user))
+				return errf(err, errsize,
+				            "%s= must be at most %d printable ASCII characters without '\"' or "
+				            "'\\'",
+				            keys[k], STORE_USER_MAX);
+			snprintf(k == 1 ? out->added_by : out->changed_by, STORE_USER_MAX + 1, "%s", user);
+		} else {
+			size_t vlen = strcspn(val, blanks);
+			p = val + vlen;
+			char saved = *p;
+			*p = '\0';
+			int64_t at;
+			if (time_parse(val, &at) != 0)
+				return errf(err, errsize, "%s=%.32s is not a UTC time as 2024-05-01T10:00:00Z",
+				            keys[k], val);
+			*p = saved;
+			if (k == 0)
+				out->added = at;
+			else
+				out->changed = at;
+		}
+	}
+}
+
 int ctl_domain_parse_line(char *line, const struct ctl_defaults *def, struct store_domain *out,
                           char *err, size_t errsize)
 {
 	static const char blanks[] = " \t\r\n\v\f";
+	char *meta = NULL;
 	/* A comment starts at a '#' that begins the line or follows a blank. */
 	for (char *p = line; *p; p++)
 		if (*p == '#' && (p == line || strchr(blanks, p[-1]) != NULL)) {
 			*p = '\0';
+			if (p[1] == '@')
+				meta = p + 2;
 			break;
 		}
 	char *save = NULL;
 	char *name = strtok_r(line, blanks, &save);
-	if (name == NULL)
+	if (name == NULL) {
+		if (meta != NULL)
+			return errf(err, errsize, "a '#@' who/when comment without a domain before it");
 		return 0;
+	}
 	bool subtree = false, have_policy = false, have_forward = false;
 	enum conf_policy policy = def->policy;
 	const char *targets[STORE_MAX_FORWARD + 1];
@@ -147,6 +298,8 @@ int ctl_domain_parse_line(char *line, const struct ctl_defaults *def, struct sto
 	}
 	if (ctl_domain_build(name, subtree, have_policy ? (int)policy : -1, targets, ntargets, def,
 	                     "forward=", out, err, errsize) != 0)
+		return -1;
+	if (meta != NULL && parse_meta(meta, out, err, errsize) != 0)
 		return -1;
 	return 1;
 }
@@ -200,6 +353,13 @@ static int open_store(struct ctl *c, const char *what, bool readonly, bool creat
 			        "partdnsctl: note: store %s: freed %u reader slot%s left by killed "
 			        "processes\n",
 			        dir, stale, stale == 1 ? "" : "s");
+		size_t nrec = 0;
+		unsigned from = store_migrated_from(*s, &nrec);
+		if (from != 0)
+			fprintf(stderr,
+			        "partdnsctl: note: store %s: migrated from schema version %u to %d (%zu "
+			        "record%s rewritten); an older partdns cannot open it any more\n",
+			        dir, from, STORE_SCHEMA, nrec, nrec == 1 ? "" : "s");
 		return CTL_OK;
 	}
 	if (readonly && err == -ENOENT && missing != NULL && store_prepare_dir(dir, false) == 0) {
@@ -216,13 +376,14 @@ struct add_opts {
 	bool subtree;
 	bool create; /* --create */
 	bool force;  /* --force */
+	bool replace; /* import --replace */
 	int policy;
 	const char *forward[STORE_MAX_FORWARD + 1];
 	size_t nforward;
 	size_t given; /* --forward count, may exceed the array */
 };
 
-enum { OPT_SUBTREE = 256, OPT_POLICY, OPT_FORWARD, OPT_JSON, OPT_CREATE, OPT_FORCE };
+enum { OPT_SUBTREE = 256, OPT_POLICY, OPT_FORWARD, OPT_JSON, OPT_CREATE, OPT_FORCE, OPT_REPLACE };
 
 static int add_opt(int opt, const char *arg, void *ctx)
 {
@@ -292,8 +453,8 @@ static int domain_add(struct ctl *c, int argc, char **argv)
 	/* the entry it replaces, to say when its match changes (add without --subtree over a subtree entry) */
 	struct store_domain old;
 	bool had = store_get(s, d.name, &old) == 0;
-	size_t replaced = 0;
-	int e = store_put_many(s, &d, 1, &replaced);
+	struct store_counts counts;
+	int e = store_put_by(s, &d, 1, c->user, &counts);
 	store_close(s);
 	if (e != 0) {
 		char msg[1024];
@@ -303,7 +464,8 @@ static int domain_add(struct ctl *c, int argc, char **argv)
 	}
 	char line[1024];
 	ctl_domain_format_line(&d, line, sizeof(line));
-	printf("%s %s\n", replaced ? "updated" : "added", line);
+	/* unchanged: the entry was already so; its who/when stay as they were */
+	printf("%s %s\n", counts.added ? "added" : counts.changed ? "updated" : "unchanged", line);
 	if (had && old.subtree != d.subtree)
 		printf("note: %s matched %s before and now matches %s%s\n", d.name,
 		       old.subtree ? "the name and every name under it" : "the name only",
@@ -369,34 +531,80 @@ static int domain_del(struct ctl *c, int argc, char **argv)
 
 struct list_state {
 	FILE *out;
-	size_t width; /* of the name column */
+	size_t width;   /* of the name column */
+	size_t fwidth;  /* of the forward column */
+	size_t awidth;  /* of the added_by column */
 	size_t count;
 };
+
+/* The FORWARD column: the targets, "(edns.forward)", or "-" for iterate. */
+static void forward_text(const struct store_domain *d, char *buf, size_t size)
+{
+	size_t len = 0;
+	snprintf(buf, size, "%s", d->policy == CONF_POLICY_FORWARD ? "(edns.forward)" : "-");
+	for (size_t i = 0; i < d->nforward && len < size; i++) {
+		int n = snprintf(buf + len, size - len, "%s%s", i ? "," : "", d->forward[i].text);
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+}
 
 static int width_fn(const struct store_domain *d, void *arg)
 {
 	struct list_state *st = arg;
-	size_t len = strlen(d->name);
+	char fwd[1024];
+	forward_text(d, fwd, sizeof(fwd));
+	size_t len = strlen(d->name), flen = strlen(fwd), alen = d->added_by[0] ? strlen(d->added_by) : 1;
 	if (len > st->width)
 		st->width = len;
+	if (flen > st->fwidth)
+		st->fwidth = flen;
+	if (alen > st->awidth)
+		st->awidth = alen;
 	return 0;
 }
 
+/*
+ * One row: NAME MATCH POLICY FORWARD ADDED ADDED_BY CHANGED CHANGED_BY, times
+ * in UTC, "-" for what is not known (a record from before schema 2). The
+ * names are the store's (store_user_valid): no control bytes reach the
+ * terminal.
+ */
 static int list_fn(const struct store_domain *d, void *arg)
 {
 	struct list_state *st = arg;
-	fprintf(st->out, "%-*s  %-7s  %-7s", (int)st->width, d->name, d->subtree ? "subtree" : "exact",
-	        policy_name(d->policy));
-	if (d->nforward > 0) {
-		fputs("  ", st->out);
-		for (size_t i = 0; i < d->nforward; i++)
-			fprintf(st->out, "%s%s", i ? "," : "", d->forward[i].text);
-	} else if (d->policy == CONF_POLICY_FORWARD) {
-		fputs("  (edns.forward)", st->out);
-	}
-	fputc('\n', st->out);
+	char fwd[1024], added[32], changed[32];
+	forward_text(d, fwd, sizeof(fwd));
+	ctl_time_format(d->added, added, sizeof(added));
+	ctl_time_format(d->changed, changed, sizeof(changed));
+	if (st->count == 0)
+		fprintf(st->out, "%-*s  %-7s  %-7s  %-*s  %-20s  %-*s  %-20s  %s\n", (int)st->width, "NAME",
+		        "MATCH", "POLICY", (int)st->fwidth, "FORWARD", "ADDED", (int)st->awidth, "ADDED_BY",
+		        "CHANGED", "CHANGED_BY");
+	fprintf(st->out, "%-*s  %-7s  %-7s  %-*s  %-20s  %-*s  %-20s  %s\n", (int)st->width, d->name,
+	        d->subtree ? "subtree" : "exact", policy_name(d->policy), (int)st->fwidth, fwd, added,
+	        (int)st->awidth, d->added_by[0] ? d->added_by : "-", changed,
+	        d->changed_by[0] ? d->changed_by : "-");
 	st->count++;
 	return 0;
+}
+
+/* A who/when pair as JSON: the time as a UTC string and the name, or null for unknown. */
+static void json_who(FILE *out, const char *key, int64_t t, const char *who)
+{
+	char at[32];
+	ctl_time_format(t, at, sizeof(at));
+	fprintf(out, ", \"%s\": ", key);
+	if (t > 0)
+		fprintf(out, "\"%s\"", at);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"%s_by\": ", key);
+	if (who[0] != '\0')
+		ctl_json_string(out, who);
+	else
+		fputs("null", out);
 }
 
 static int json_fn(const struct store_domain *d, void *arg)
@@ -411,7 +619,10 @@ static int json_fn(const struct store_domain *d, void *arg)
 			fputs(", ", st->out);
 		ctl_json_string(st->out, d->forward[i].text);
 	}
-	fputs("]}", st->out);
+	fputc(']', st->out);
+	json_who(st->out, "added", d->added, d->added_by);
+	json_who(st->out, "changed", d->changed, d->changed_by);
+	fputc('}', st->out);
 	st->count++;
 	return 0;
 }
@@ -419,10 +630,13 @@ static int json_fn(const struct store_domain *d, void *arg)
 static int export_fn(const struct store_domain *d, void *arg)
 {
 	struct list_state *st = arg;
-	char line[1024];
-	if (ctl_domain_format_line(d, line, sizeof(line)) < 0)
+	char line[1024], meta[256];
+	if (ctl_domain_format_line(d, line, sizeof(line)) < 0 ||
+	    ctl_domain_format_meta(d, meta, sizeof(meta)) < 0)
 		return -ENOSPC;
-	fprintf(st->out, "%s\n", line);
+	/* the who/when as a "#@" comment: read back by import, a comment to
+	 * partdnsctl before schema 2 (so an export also goes back to one) */
+	fprintf(st->out, "%s%s%s\n", line, meta[0] ? " " : "", meta);
 	st->count++;
 	return 0;
 }
@@ -457,14 +671,18 @@ static int domain_list(struct ctl *c, int argc, char **argv, bool export)
 	/* Never created here; a missing directory is an error (a mistyped path?). */
 	if ((rc = open_store(c, what, true, false, &s, &missing)) != CTL_OK)
 		return rc;
-	struct list_state st = { .out = stdout };
+	/* columns at least as wide as their headings */
+	struct list_state st = { .out = stdout, .width = 4, .fwidth = 7, .awidth = 8 };
 	int e = 0;
 	if (missing) {
 		/* The directory is there, nothing was added yet: an empty list. */
 		fprintf(stderr, "partdnsctl: note: store %s does not exist yet (no domains)\n",
 		        ctl_store_dir(c));
 	} else if (export) {
-		fprintf(stdout, "# partdnsctl domain export from %s\n", ctl_store_dir(c));
+		char now[32];
+		ctl_time_format((int64_t)time(NULL), now, sizeof(now));
+		fprintf(stdout, "# partdnsctl domain export from %s at %s by %s\n", ctl_store_dir(c), now,
+		        c->user);
 		e = store_foreach(s, export_fn, &st);
 	} else if (json) {
 		e = store_foreach(s, json_fn, &st);
@@ -537,6 +755,8 @@ static int import_opt(int opt, const char *arg, void *ctx)
 		o->create = true;
 	else if (opt == OPT_FORCE)
 		o->force = true;
+	else if (opt == OPT_REPLACE)
+		o->replace = true;
 	else
 		return CTL_USAGE;
 	return 0;
@@ -547,6 +767,7 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 	static const struct option longs[] = {
 		{ "create", no_argument, NULL, OPT_CREATE },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "replace", no_argument, NULL, OPT_REPLACE },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct add_opts o = { .policy = -1 };
@@ -629,6 +850,15 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 		return CTL_ERROR;
 	}
 
+	/* An empty or truncated backup must not wipe the store: emptying it
+	 * takes domain del, name by name. */
+	if (o.replace && n == 0) {
+		ctl_error("domain import --replace: %s holds no domains; refusing to empty the store "
+		          "(delete domains with domain del)",
+		          fname);
+		free(entries);
+		return CTL_ERROR;
+	}
 	/* One transaction for the whole file: all of it or nothing. */
 	struct store_domain *batch = n ? malloc(n * sizeof(*batch)) : NULL;
 	if (n > 0 && batch == NULL) {
@@ -639,7 +869,7 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		batch[i] = entries[i].d;
 	free(entries);
-	size_t replaced = 0;
+	struct store_counts counts = { 0 };
 	int e = 0;
 	if (n > 0) {
 		struct store *s;
@@ -647,7 +877,8 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 			free(batch);
 			return rc;
 		}
-		e = store_put_many(s, batch, n, &replaced);
+		e = o.replace ? store_replace_all(s, batch, n, c->user, &counts)
+		              : store_put_by(s, batch, n, c->user, &counts);
 		store_close(s);
 	}
 	free(batch);
@@ -657,8 +888,14 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 		          fname, store_message(e, ctl_store_dir(c), msg, sizeof(msg)));
 		return CTL_ERROR;
 	}
-	printf("imported %zu domain%s from %s (%zu added, %zu updated)\n", n, n == 1 ? "" : "s", fname,
-	       n - replaced, replaced);
+	if (o.replace)
+		printf("imported %zu domain%s from %s, replacing the store (%zu added, %zu updated, %zu "
+		       "unchanged, %zu removed)\n",
+		       n, n == 1 ? "" : "s", fname, counts.added, counts.changed, counts.unchanged,
+		       counts.removed);
+	else
+		printf("imported %zu domain%s from %s (%zu added, %zu updated, %zu unchanged)\n", n,
+		       n == 1 ? "" : "s", fname, counts.added, counts.changed, counts.unchanged);
 	return CTL_OK;
 }
 

@@ -23,6 +23,9 @@ static const struct command commands[] = {
 int main(int argc, char **argv)
 {
 	struct ctl c = { .conf_path = CONF_DEFAULT_PATH, .conf_from = "the default" };
+	/* Before anything else, in particular before partdnsctl may switch to
+	 * the store's owner: the store records who ran the command. */
+	ctl_user_current(c.user, sizeof(c.user));
 	const char *env = getenv("PARTDNS_CONF");
 	if (env != NULL && *env != '\0') {
 		c.conf_path = env;
