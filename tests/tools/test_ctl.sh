@@ -578,7 +578,7 @@ if [ -n "$DAEMON" ]; then
 	# 192.0.2.1 (TEST-NET-1) is not on this host: a daemon that got past the store
 	# stops at its listener, so none keeps running.
 	write_daemon_conf() { # FILE STORE CREATE
-		printf 'server:\n  listen: [ "192.0.2.1@5353" ]\n  control: %s\n  store: %s\n  create_store: %s\n' \
+		printf 'server:\n  listen: [ "192.0.2.1@5353" ]\n  user: root\n  control: %s\n  store: %s\n  create_store: %s\n' \
 			"$T/daemon.sock" "$2" "$3" >"$1"
 	}
 	write_daemon_conf "$T/d1.yaml" "$T/dstore/x" false
