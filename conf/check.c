@@ -13,6 +13,7 @@
 #include "conf/report.h"
 #include "conf/state.h"
 #include "conf/ytree.h"
+#include "mapping/export.h"
 #include "mapping/mapping.h"
 #include "partition/partition.h"
 #include "partition/prefix.h"
@@ -443,6 +444,22 @@ static void resolve_unmatched(struct loader *L)
 	}
 }
 
+/* partitions.serial: in the main file or in the include, not both (which would win?). */
+static void resolve_serial(struct loader *L)
+{
+	struct conf_state *st = &L->st;
+	if (st->include_serial_node == NULL)
+		return;
+	if (st->serial_node != NULL) {
+		conf_key_set(L, "partitions.serial");
+		conf_error(L, st->include_serial_node, false,
+		           "serial is given in both the config and the partitions include; keep the one next to the "
+		           "list it versions");
+		return;
+	}
+	st->conf.partitions.serial = st->include_serial;
+}
+
 static void warn_parts(struct loader *L, const struct pcheck *pc)
 {
 	const struct conf_state *st = &L->st;
@@ -530,12 +547,17 @@ static void check_partitions(struct loader *L)
 	check_parts(L, &pc);
 	if (!L->oom)
 		add_prefixes(L, &pc);
-	if (!L->oom)
+	if (!L->oom) {
 		resolve_unmatched(L);
+		resolve_serial(L);
+	}
 	if (!L->oom)
 		warn_parts(L, &pc);
-	if (!L->oom && L->diag.nerrors == 0)
+	if (!L->oom && L->diag.nerrors == 0) {
 		build_parts(L, &pc);
+		uint64_t unmatched = (uint64_t)c->partitions.unmatched << 32 | c->partitions.unmatched_id;
+		c->partitions.digest = mapping_plan_digest(c->partitions.mapping, c->partitions.table, unmatched);
+	}
 out:
 	free(pc.ids);
 	free(pc.dup);

@@ -193,6 +193,24 @@ int conf_load(const char *path, FILE *err, struct conf **out, unsigned *nerrors)
 	return rc;
 }
 
+int conf_plan_successor(const struct conf *old, const struct conf *neu, char *why, size_t len)
+{
+	unsigned was = old->partitions.serial, now = neu->partitions.serial;
+	if (was == 0)
+		return 0;
+	if (now == 0)
+		snprintf(why, len, "partitions.serial was %u and is gone: keep it (CDNs order published tables "
+		         "by it)", was);
+	else if (now < was)
+		snprintf(why, len, "partitions.serial went back from %u to %u: it may only grow", was, now);
+	else if (now == was && neu->partitions.digest != old->partitions.digest)
+		snprintf(why, len, "the partition plan changed but partitions.serial is still %u: raise it "
+		         "(e.g. to %u) so CDNs can tell the new table from the old one", was, was + 1);
+	else
+		return 0;
+	return -1;
+}
+
 void conf_free(struct conf *c)
 {
 	if (c == NULL)

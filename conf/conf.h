@@ -135,6 +135,8 @@ struct conf {
 		char *include;           /* partitions file, or NULL when inline */
 		struct ptable *table;    /* built, ready for lookups */
 		struct mapping *mapping; /* indexed by partition id */
+		unsigned serial;         /* partitions.serial, the plan's version for CDNs; 0 = not set */
+		uint64_t digest;         /* the plan's content: mapping_plan_digest with unmatched */
 	} partitions;
 };
 
@@ -152,6 +154,15 @@ int conf_load_string(const char *text, size_t len, const char *name, FILE *err,
                      struct conf **out, unsigned *nerrors);
 
 void conf_free(struct conf *c);
+
+/**
+ * May neu's partition plan follow old's? partitions.serial versions the plan
+ * for CDNs, so once it is kept: it only grows, it does not go away, and a
+ * changed plan (partitions.digest) needs a new serial. Without a serial in
+ * old anything goes (no promise was made).
+ * @return 0, or -1 with the reason and what to do in why.
+ */
+int conf_plan_successor(const struct conf *old, const struct conf *neu, char *why, size_t len);
 
 /** Text of a CONF_E_* or negative errno code. */
 const char *conf_strerror(int err);

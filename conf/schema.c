@@ -255,6 +255,9 @@ static const struct sitem partitions_items[] = {
 	  NODE(CS, unmatched_node), .def = "common" },
 	{ .name = "include", .type = ST_PATH, .flags = SF_NODE, FLD(CS, include),
 	  NODE(CS, include_node) },
+	/* the plan's version as CDNs see it: only grows (a reload checks) */
+	{ .name = "serial", .type = ST_UINT, .flags = SF_NODE, FLD(CS, conf.partitions.serial),
+	  NODE(CS, serial_node), .min = 1, .max = 4294967295u },
 	{ .name = "list", SEC(part_items), LST(CS, parts, nparts, SF_NODE), NODE(CS, list_node) },
 	{ .name = NULL },
 };
@@ -263,6 +266,8 @@ static const struct sitem partitions_items[] = {
 static const struct sitem include_items[] = {
 	{ .name = "unmatched", .type = ST_STR, .flags = SF_NODE, FLD(CS, unmatched),
 	  NODE(CS, unmatched_node) },
+	{ .name = "serial", .type = ST_UINT, .flags = SF_NODE, FLD(CS, include_serial),
+	  NODE(CS, include_serial_node), .min = 1, .max = 4294967295u },
 	{ .name = "list", SEC(part_items), LST(CS, parts, nparts, SF_NODE), NODE(CS, list_node) },
 	{ .name = NULL },
 };

@@ -28,6 +28,8 @@ struct conf_state {
 	char *unmatched;
 	char *include;
 	const struct ynode *unmatched_node, *include_node, *list_node;
+	unsigned include_serial;  /* partitions.serial given in the include file */
+	const struct ynode *serial_node, *include_serial_node;
 	bool include_pending; /* include named without list: the loader reads it next */
 	size_t nparts;
 	struct conf_part *parts;

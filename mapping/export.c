@@ -112,6 +112,35 @@ uint64_t mapping_serial(const struct mapping *m, const struct ptable *t)
 	return h;
 }
 
+struct digest_walk {
+	unsigned id;
+	uint64_t sum;
+};
+
+/* Each prefix hashed on its own and summed: the order of a partition's
+ * prefixes in the file is no change of plan. */
+static int digest_prefix(const struct prefix *p, void *arg)
+{
+	struct digest_walk *w = arg;
+	uint64_t h = FNV64_OFFSET;
+	fnv_u64(&h, w->id);
+	fnv_prefix(&h, true, p);
+	w->sum += h;
+	return 0;
+}
+
+uint64_t mapping_plan_digest(const struct mapping *m, const struct ptable *t, uint64_t extra)
+{
+	uint64_t h = FNV64_OFFSET;
+	fnv_u64(&h, mapping_serial(m, t));
+	fnv_u64(&h, extra);
+	struct digest_walk w = { .sum = 0 };
+	for (w.id = 1; w.id <= ptable_size(t); w.id++)
+		ptable_foreach_prefix(t, w.id, digest_prefix, &w);
+	fnv_u64(&h, w.sum);
+	return h;
+}
+
 /* --- CSV (RFC 4180 quoting, LF line ends) --- */
 
 static void csv_field(FILE *out, const char *s)
@@ -133,7 +162,7 @@ static void csv_field(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static int export_csv(const struct mapping *m, const struct ptable *t, uint64_t serial, FILE *out)
+static int export_csv(const struct mapping *m, const struct ptable *t, const char *serial, FILE *out)
 {
 	/* Plain CSV (RFC 4180): a comment line before the header is read as the
 	 * header by CSV readers, so the serial is a column of every row. */
@@ -146,7 +175,7 @@ static int export_csv(const struct mapping *m, const struct ptable *t, uint64_t 
 			return -EINVAL;
 		if (e->has_v6 && prefix_format(&e->v6, v6, sizeof(v6)) < 0)
 			return -EINVAL;
-		fprintf(out, "%016" PRIx64 ",", serial);
+		fprintf(out, "%s,", serial);
 		csv_field(out, ptable_name(t, id));
 		fprintf(out, ",%u,", id);
 		csv_field(out, e->label);
@@ -228,10 +257,10 @@ static void json_string(FILE *out, const char *str)
 	fputc('"', out);
 }
 
-static int export_json(const struct mapping *m, const struct ptable *t, uint64_t serial, FILE *out)
+static int export_json(const struct mapping *m, const struct ptable *t, const char *serial, FILE *out)
 {
 	size_t n = ptable_size(t);
-	fprintf(out, "{\n  \"serial\": \"%016" PRIx64 "\",\n  \"partitions\": [", serial);
+	fprintf(out, "{\n  \"serial\": \"%s\",\n  \"partitions\": [", serial);
 	for (unsigned id = 1; id <= n; id++) {
 		const struct mapping_entry *e = entry_of(m, id);
 		char v4[PREFIX_STRLEN], v6[PREFIX_STRLEN];
@@ -285,9 +314,9 @@ static void geofeed_row(FILE *out, const char *prefix, const struct mapping_entr
 	fputc('\n', out);
 }
 
-static int export_geofeed(const struct mapping *m, const struct ptable *t, uint64_t serial, FILE *out)
+static int export_geofeed(const struct mapping *m, const struct ptable *t, const char *serial, FILE *out)
 {
-	fprintf(out, "# partdns geofeed serial=%016" PRIx64 "\n", serial);
+	fprintf(out, "# partdns geofeed serial=%s\n", serial);
 	size_t n = ptable_size(t);
 	for (unsigned id = 1; id <= n; id++) {
 		const struct mapping_entry *e = entry_of(m, id);
@@ -308,7 +337,14 @@ static int export_geofeed(const struct mapping *m, const struct ptable *t, uint6
 
 int mapping_export(const struct mapping *m, const struct ptable *t, enum mapping_format fmt, FILE *out)
 {
-	uint64_t serial = mapping_serial(m, t);
+	char hex[17];
+	snprintf(hex, sizeof(hex), "%016" PRIx64, mapping_serial(m, t));
+	return mapping_export_serial(m, t, fmt, hex, out);
+}
+
+int mapping_export_serial(const struct mapping *m, const struct ptable *t, enum mapping_format fmt,
+                          const char *serial, FILE *out)
+{
 	int rc;
 	switch (fmt) {
 	case MAPPING_FORMAT_CSV:

@@ -27,6 +27,13 @@ const char *mapping_format_name(enum mapping_format fmt);
 uint64_t mapping_serial(const struct mapping *m, const struct ptable *t);
 
 /**
+ * Digest of the whole plan: what mapping_serial covers, every partition's
+ * prefixes (in any order) and extra (the caller's own settings, e.g. how
+ * unmatched clients are treated). Equal digests: the same plan.
+ */
+uint64_t mapping_plan_digest(const struct mapping *m, const struct ptable *t, uint64_t extra);
+
+/**
  * Write the table in fmt to out, carrying mapping_serial() (CSV in a
  * "serial" column of every row, geofeed in a leading '#' comment line as
  * RFC 8805 allows, JSON as a "serial" member). Partitions are
@@ -47,6 +54,14 @@ uint64_t mapping_serial(const struct mapping *m, const struct ptable *t);
  * @return 0, -EIO (write to out failed), or -EINVAL (unknown fmt).
  */
 int mapping_export(const struct mapping *m, const struct ptable *t, enum mapping_format fmt, FILE *out);
+
+/**
+ * As mapping_export, carrying serial (digits, e.g. the operator's
+ * partitions.serial) instead of the digest: a number that only grows tells
+ * a CDN which of two tables is newer, which a digest cannot.
+ */
+int mapping_export_serial(const struct mapping *m, const struct ptable *t, enum mapping_format fmt,
+                          const char *serial, FILE *out);
 
 /**
  * Warn on err, one line each beginning with prefix, about partitions that

@@ -3,6 +3,7 @@
 #include "resolver/daemon.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -52,6 +53,11 @@ struct daemon {
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */
 	time_t started;
+	char user[64];               /* who it runs as (server.user, or whoever started it) */
+	/* reloads (SIGHUP, partdnsctl reload), under reload_lock */
+	uint64_t reloads, reload_failures;
+	time_t last_reload;
+	bool last_reload_ok;
 };
 
 void daemon_stop(struct daemon *d)
@@ -97,6 +103,7 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 	*s = snapshot_get(&d->snapshots);
 	v->partitions = (*s)->conf->partitions.table;
 	v->edns_domains = domains_count((*s)->domains);
+	v->plan_serial = (*s)->conf->partitions.serial;
 	size_t np = ptable_size(v->partitions);
 	struct stats_partition *part = calloc(np + 1, sizeof(*part));
 	if (part == NULL) {
@@ -236,6 +243,35 @@ static int cmd_cache(void *arg, int argc, char **argv, FILE *out, FILE *err)
 	}
 	size_t k = cache_flush(d->cache, (name || partition) ? flush_match : NULL, &f);
 	fprintf(out, "%zu entries flushed\n", k);
+	return 0;
+}
+
+/* "status [json]" */
+static int cmd_status(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	(void)err;
+	struct daemon *d = arg;
+	struct snapshot *s = snapshot_get(&d->snapshots);
+	struct status_view v = {
+		.version = PARTDNS_VERSION,
+		.config = d->conf_path,
+		.user = d->user,
+		.started = d->started,
+		.uptime = (uint64_t)(time(NULL) - d->started),
+		.plan_serial = s->conf->partitions.serial,
+		.plan_digest = s->conf->partitions.digest,
+		.partitions = ptable_size(s->conf->partitions.table),
+		.edns_domains = domains_count(s->domains),
+		.store_version = s->store_version,
+	};
+	pthread_mutex_lock(&d->reload_lock);
+	v.reloads = d->reloads;
+	v.reload_failures = d->reload_failures;
+	v.last_reload = d->last_reload;
+	v.last_reload_ok = d->last_reload_ok;
+	pthread_mutex_unlock(&d->reload_lock);
+	stats_write_status(out, argc >= 2 && strcmp(argv[1], "json") == 0, &v);
+	snapshot_release(s);
 	return 0;
 }
 
@@ -439,7 +475,8 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		if (d->control == NULL || control_register(d->control, "stats", cmd_stats, d) != 0 ||
 		    control_register(d->control, "cache", cmd_cache, d) != 0 ||
 		    control_register(d->control, "query", cmd_query, d) != 0 ||
-		    control_register(d->control, "reload", cmd_reload, d) != 0)
+		    control_register(d->control, "reload", cmd_reload, d) != 0 ||
+		    control_register(d->control, "status", cmd_status, d) != 0)
 			goto fail;
 		/* the user's (the daemon reads it after the drop), the control group's (root and operators) */
 		int e = privs_own(&privs, c->server.control, true, 0660);
@@ -463,6 +500,11 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	}
 	if (privs.drop)
 		log_info("running as user %s (uid %u, gid %u)", privs.user, (unsigned)privs.uid, (unsigned)privs.gid);
+	struct passwd *pw = getpwuid(geteuid());
+	if (pw != NULL)
+		snprintf(d->user, sizeof(d->user), "%s", pw->pw_name);
+	else
+		snprintf(d->user, sizeof(d->user), "uid %u", (unsigned)geteuid());
 	return d;
 fail:
 	daemon_free(d);
@@ -609,6 +651,17 @@ void daemon_apply_log(const struct conf *c)
 	log_use_syslog(c->server.log == CONF_LOG_SYSLOG);
 }
 
+/* The end of a reload, whichever it was: for partdnsctl status. Under reload_lock. */
+static int reload_done(struct daemon *d, int rc)
+{
+	d->reloads++;
+	d->reload_failures += rc != 0;
+	d->last_reload = time(NULL);
+	d->last_reload_ok = rc == 0;
+	pthread_mutex_unlock(&d->reload_lock);
+	return rc;
+}
+
 int daemon_reload(struct daemon *d, FILE *err)
 {
 	pthread_mutex_lock(&d->reload_lock);
@@ -617,10 +670,18 @@ int daemon_reload(struct daemon *d, FILE *err)
 	int rc = conf_load(d->conf_path, err ? err : stderr, &c, &nerr);
 	if (rc != 0) {
 		log_err("reload of %s failed (%u error(s)); keeping the running configuration", d->conf_path, nerr);
-		pthread_mutex_unlock(&d->reload_lock);
-		return rc;
+		return reload_done(d, rc);
 	}
 	struct snapshot *cur = snapshot_get(&d->snapshots);
+	char why[512];
+	if (conf_plan_successor(cur->conf, c, why, sizeof(why)) != 0) {
+		log_err("reload of %s refused: %s; keeping the running configuration", d->conf_path, why);
+		if (err)
+			fprintf(err, "%s: error: %s\n", d->conf_path, why);
+		snapshot_release(cur);
+		conf_free(c);
+		return reload_done(d, CONF_E_INVALID);
+	}
 	note_restart_keys(snapshot_conf_get(d->boot), c, err);
 	struct domains *dom;
 	uint64_t version;
@@ -628,10 +689,9 @@ int daemon_reload(struct daemon *d, FILE *err)
 	if (rc != 0) {
 		snapshot_release(cur);
 		conf_free(c);
-		pthread_mutex_unlock(&d->reload_lock);
 		if (err)
 			fprintf(err, "cannot read the store: %s\n", store_strerror(rc));
-		return rc;
+		return reload_done(d, rc);
 	}
 	size_t nparts = ptable_size(c->partitions.table), ndom = domains_count(dom);
 	const struct conf *neu = c;
@@ -646,10 +706,12 @@ int daemon_reload(struct daemon *d, FILE *err)
 		daemon_apply_log(neu); /* server.log and log_level take effect at once */
 	}
 	snapshot_release(cur);
-	pthread_mutex_unlock(&d->reload_lock);
+	unsigned serial = neu->partitions.serial; /* neu is the snapshot's now; read it before the lock goes */
+	reload_done(d, rc);
 	if (rc == 0)
-		log_info("reloaded %s: %zu partition(s), %zu EDNS domain(s); %zu cache entries of changed partitions dropped",
-		         d->conf_path, nparts, ndom, flushed);
+		log_info("reloaded %s: %zu partition(s) (plan serial %u), %zu EDNS domain(s); %zu cache entries of "
+		         "changed partitions dropped",
+		         d->conf_path, nparts, serial, ndom, flushed);
 	return rc;
 }
 

@@ -69,6 +69,10 @@ int main(int argc, char **argv)
 		char prefix[1100];
 		snprintf(prefix, sizeof(prefix), "%s: warning: ", path);
 		mapping_warn_unlocated(c->partitions.mapping, c->partitions.table, prefix, stderr);
+		if (c->partitions.serial == 0 && ptable_size(c->partitions.table) > 0)
+			fprintf(stderr, "%spartitions.serial is not set: exports carry a digest, which tells CDNs that "
+			        "the table changed but not which table is newer (set e.g. serial: 1 and raise it with "
+			        "every change of the plan)\n", prefix);
 		/* the user and group must exist here, and root must not be kept by accident */
 		struct privs p;
 		char why[512];

@@ -174,6 +174,8 @@ static void write_global(FILE *out, const struct stats_view *v)
 	single(out, "partdns_cache_evictions_total", "counter", "Cache entries removed to make room.",
 	       v->cache.evictions);
 	single(out, "partdns_edns_domains", "gauge", "EDNS domains in the running domain set.", v->edns_domains);
+	single(out, "partdns_plan_serial", "gauge",
+	       "partitions.serial of the running partition plan (0 = the config keeps none).", v->plan_serial);
 
 	family(out, "partdns_tcp_refused_total", "counter",
 	       "TCP connections closed at accept: over server.tcp_max_per_client, or the thread full with none idle.");

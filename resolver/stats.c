@@ -125,3 +125,66 @@ void stats_write(FILE *out, bool json, const struct stats_view *v)
 	else
 		write_text(out, v);
 }
+
+/* A JSON string: quotes, backslashes and control characters escaped (a config path is the operator's text). */
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+static void iso_time(time_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	if (t == 0 || gmtime_r(&t, &tm) == NULL || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, size, "-");
+}
+
+void stats_write_status(FILE *out, bool json, const struct status_view *v)
+{
+	char started[32], last[32], serial[16], digest[17];
+	iso_time(v->started, started, sizeof(started));
+	iso_time(v->last_reload, last, sizeof(last));
+	if (v->plan_serial != 0)
+		snprintf(serial, sizeof(serial), "%u", v->plan_serial);
+	else
+		snprintf(serial, sizeof(serial), "-");
+	snprintf(digest, sizeof(digest), "%016llx", ull(v->plan_digest));
+	const char *result = v->last_reload == 0 ? "-" : v->last_reload_ok ? "ok" : "failed";
+	if (!json) {
+		fprintf(out, "version %s\nconfig %s\nuser %s\nstarted %s\nuptime %llu\n", v->version, v->config,
+		        v->user, started, ull(v->uptime));
+		fprintf(out, "plan_serial %s\nplan_digest %s\npartitions %zu\nedns_domains %zu\nstore_version %llu\n",
+		        serial, digest, v->partitions, v->edns_domains, ull(v->store_version));
+		fprintf(out, "reloads %llu\nreload_failures %llu\nlast_reload %s\nlast_reload_result %s\n",
+		        ull(v->reloads), ull(v->reload_failures), last, result);
+		return;
+	}
+	fputs("{\n  \"version\": ", out);
+	json_string(out, v->version);
+	fputs(",\n  \"config\": ", out);
+	json_string(out, v->config);
+	fputs(",\n  \"user\": ", out);
+	json_string(out, v->user);
+	fprintf(out, ",\n  \"started\": \"%s\",\n  \"uptime\": %llu,\n", started, ull(v->uptime));
+	if (v->plan_serial != 0)
+		fprintf(out, "  \"plan_serial\": %u,\n", v->plan_serial);
+	else
+		fputs("  \"plan_serial\": null,\n", out);
+	fprintf(out, "  \"plan_digest\": \"%s\",\n  \"partitions\": %zu,\n  \"edns_domains\": %zu,\n", digest,
+	        v->partitions, v->edns_domains);
+	fprintf(out, "  \"store_version\": %llu,\n  \"reloads\": %llu,\n  \"reload_failures\": %llu,\n",
+	        ull(v->store_version), ull(v->reloads), ull(v->reload_failures));
+	if (v->last_reload != 0)
+		fprintf(out, "  \"last_reload\": \"%s\",\n  \"last_reload_result\": \"%s\"\n}\n", last, result);
+	else
+		fputs("  \"last_reload\": null,\n  \"last_reload_result\": null\n}\n", out);
+}

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "partition/partition.h"
 #include "resolver/cache.h"
@@ -32,6 +33,7 @@ struct stats_view {
 	unsigned inflight_normal, inflight_edns;
 	struct cache_stats cache;
 	size_t edns_domains;
+	unsigned plan_serial;                /* partitions.serial of the running plan; 0 = none */
 	const struct ptable *partitions;     /* names by id */
 	const struct stats_partition *part;  /* ptable_size(partitions) + 1 entries, by id */
 	/* the same counters by where they were counted (metrics.c): counters = listeners + both pools */
@@ -43,3 +45,23 @@ struct stats_view {
 
 /** Write the report: "name value" lines, or one JSON object. */
 void stats_write(FILE *out, bool json, const struct stats_view *v);
+
+/* partdnsctl status: what is running (version, config, plan) and how it got there (reloads). */
+struct status_view {
+	const char *version;
+	const char *config;          /* the file partdns reads on reload */
+	const char *user;            /* who it runs as */
+	time_t started;
+	uint64_t uptime;             /* seconds */
+	unsigned plan_serial;        /* partitions.serial; 0 = not kept */
+	uint64_t plan_digest;        /* partitions.digest: the plan's content */
+	size_t partitions;
+	size_t edns_domains;
+	uint64_t store_version;
+	uint64_t reloads, reload_failures;
+	time_t last_reload;          /* 0 = none yet */
+	bool last_reload_ok;
+};
+
+/** Write status: "name value" lines, or one JSON object. */
+void stats_write_status(FILE *out, bool json, const struct status_view *v);

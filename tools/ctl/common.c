@@ -24,6 +24,7 @@ static const char usage_text[] =
 	"  partition lookup ADDR       partition, mapped address(es), ECS sent\n"
 	"  partition list\n"
 	"  mapping export [--format csv|json|geofeed]\n"
+	"  status [--json]             the running daemon: version, config, plan serial, reloads\n"
 	"  stats [--json]              from the running daemon\n"
 	"  cache flush [NAME] [--partition P]\n"
 	"  cache lookup NAME [--type T] [--partition P]\n"

@@ -59,6 +59,23 @@ int ctl_stats(struct ctl *c, int argc, char **argv)
 	return run_request(c, "stats", json ? "stats json" : "stats");
 }
 
+int ctl_status(struct ctl *c, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, first;
+	int rc = ctl_getopt(c, argc, argv, "", longs, stats_opt, &json, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 0)
+		return ctl_usage_error("status: unexpected argument '%s'", argv[first]);
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	return run_request(c, "status", json ? "status json" : "status");
+}
+
 static int partition_opt(int opt, const char *arg, void *ctx)
 {
 	const char **partition = ctx;

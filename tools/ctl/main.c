@@ -16,7 +16,7 @@ struct command {
 static const struct command commands[] = {
 	{ "domain", ctl_domain },   { "partition", ctl_partition }, { "mapping", ctl_mapping },
 	{ "stats", ctl_stats },     { "cache", ctl_cache },         { "reload", ctl_reload },
-	{ "query", ctl_query },
+	{ "query", ctl_query },     { "status", ctl_status },
 	{ NULL, NULL },
 };
 

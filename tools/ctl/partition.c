@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* partdnsctl partition lookup/list and mapping export: the config's partition table. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -216,7 +217,15 @@ int ctl_mapping(struct ctl *c, int argc, char **argv)
 	if (fmt == MAPPING_FORMAT_GEOFEED)
 		mapping_warn_unlocated(c->conf->partitions.mapping, c->conf->partitions.table, "partdnsctl: warning: ",
 		                       stderr);
-	if (mapping_export(c->conf->partitions.mapping, c->conf->partitions.table, fmt, stdout) != 0) {
+	/* partitions.serial when the operator keeps one (CDNs can order tables by it), else the
+	 * digest, which only tells that the table changed */
+	char serial[24];
+	if (c->conf->partitions.serial != 0)
+		snprintf(serial, sizeof(serial), "%u", c->conf->partitions.serial);
+	else
+		snprintf(serial, sizeof(serial), "%016" PRIx64,
+		         mapping_serial(c->conf->partitions.mapping, c->conf->partitions.table));
+	if (mapping_export_serial(c->conf->partitions.mapping, c->conf->partitions.table, fmt, serial, stdout) != 0) {
 		ctl_error("mapping export: cannot write the table to standard output");
 		return CTL_ERROR;
 	}
