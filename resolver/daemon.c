@@ -32,6 +32,7 @@
 #include "resolver/route.h"
 #include "resolver/snapshot.h"
 #include "resolver/stats.h"
+#include "resolver/ubctx.h"
 #include "resolver/worker.h"
 
 struct daemon {
@@ -500,6 +501,10 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	}
 	if (privs.drop)
 		log_info("running as user %s (uid %u, gid %u)", privs.user, (unsigned)privs.uid, (unsigned)privs.gid);
+	if (ubctx_check_files(snapshot_conf_get(d->boot), why, sizeof(why)) != 0) {
+		log_err("%s%s", why, privs.drop ? " (as the user partdns runs as)" : "");
+		goto fail;
+	}
 	struct passwd *pw = getpwuid(geteuid());
 	if (pw != NULL)
 		snprintf(d->user, sizeof(d->user), "%s", pw->pw_name);

@@ -11,6 +11,7 @@
 #include "resolver/log.h"
 #include "resolver/daemon.h"
 #include "resolver/privs.h"
+#include "resolver/ubctx.h"
 
 /* PARTDNS_VERSION: the CMake project VERSION (resolver/CMakeLists.txt), as partdnsctl's */
 
@@ -76,7 +77,8 @@ int main(int argc, char **argv)
 		/* the user and group must exist here, and root must not be kept by accident */
 		struct privs p;
 		char why[512];
-		if (privs_plan(c->server.user, c->server.control_group, true, &p, why, sizeof(why)) != 0) {
+		if (privs_plan(c->server.user, c->server.control_group, true, &p, why, sizeof(why)) != 0 ||
+		    ubctx_check_files(c, why, sizeof(why)) != 0) {
 			fprintf(stderr, "%s: error: %s\n", path, why);
 			conf_free(c);
 			return 1;

@@ -3,6 +3,7 @@
 #include "resolver/ubctx.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,26 @@ static int set_outgoing(struct ub_ctx *ctx, const struct ubctx_share *share)
 			log_err("libunbound option %s no: %s", off[i], ub_strerror(rc));
 			return -1;
 		}
+	}
+	return 0;
+}
+
+int ubctx_check_files(const struct conf *c, char *why, size_t len)
+{
+	const struct {
+		const char *key, *path;
+	} files[] = { { "resolver.root_hints", c->resolver.root_hints },
+	              { "resolver.trust_anchor", c->resolver.trust_anchor } };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (files[i].path == NULL || files[i].path[0] == '\0')
+			continue;
+		/* open, not access(): the effective user is the one that matters */
+		int fd = open(files[i].path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			snprintf(why, len, "%s: cannot read %s: %s", files[i].key, files[i].path, strerror(errno));
+			return -1;
+		}
+		close(fd);
 	}
 	return 0;
 }

@@ -43,3 +43,13 @@ struct ubctx_share {
  * @return the context (free with ub_ctx_delete) or NULL.
  */
 struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share);
+
+/**
+ * Can this process read the files libunbound will open (resolver.root_hints,
+ * resolver.trust_anchor)? libunbound reads them only at its first lookup,
+ * where a missing file turns every query into SERVFAIL with nothing said at
+ * start: partdns -t and the start (after the privilege drop, as the user
+ * that will read them) ask first.
+ * @return 0, or -1 with "resolver.KEY: cannot read PATH: reason" in why.
+ */
+int ubctx_check_files(const struct conf *c, char *why, size_t len);

@@ -36,6 +36,21 @@ sed -i '/^server:/a\  control_group: daemon' "$PD_CONF"
 chmod 0644 "$PD_CONF"
 assert_contains "partdns -t accepts user nobody" "configuration OK" "$("$PARTDNS_BIN" -t -c "$PD_CONF" 2>&1)"
 pdctl domain add video.customer.example >/dev/null
+
+# libunbound reads the root hints only at its first lookup: a file the user
+# cannot read must stop the start, not turn every query into SERVFAIL
+mode=$(stat -c %a "$IT_TMP/root.hints")
+chmod 0600 "$IT_TMP/root.hints"
+out=$(timeout 20 "$PARTDNS_BIN" -c "$PD_CONF" 2>&1); st=$?
+assert_eq "root hints the user cannot read: the start fails" 1 "$st"
+assert_contains "... naming the key, the file and the user" \
+  "resolver.root_hints: cannot read $IT_TMP/root.hints: Permission denied (as the user partdns runs as)" "$out"
+chmod "$mode" "$IT_TMP/root.hints"
+sed "s|^  root_hints: .*|  root_hints: $IT_TMP/missing.hints|" "$PD_CONF" > "$IT_TMP/nohints.yaml"
+out=$("$PARTDNS_BIN" -t -c "$IT_TMP/nohints.yaml" 2>&1); st=$?
+assert_eq "partdns -t: a missing root hints file is an error" 1 "$st"
+assert_contains "... saying which" "resolver.root_hints: cannot read $IT_TMP/missing.hints: No such file" "$out"
+
 partdns_start "$PD_CONF"
 assert_contains "the log says which user it runs as" "running as user nobody" "$(cat "$IT_TMP/partdns.log")"
 assert_eq "every uid of the process is nobody's (real, effective, saved, fs)" \
