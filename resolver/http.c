@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The daemon's HTTP endpoints, on libmicrohttpd. A library rather than
+ * hand-written HTTP: these endpoints face whatever connects to them, and
+ * request parsing (pipelining, chunked bodies, header limits, slow clients,
+ * half-closed sockets, HEAD) is exactly what a small hand-written server
+ * gets wrong; libmicrohttpd is in Debian, event-driven and bounded by
+ * options. One thread polls every connection (epoll), so a client that
+ * connects and says nothing holds one slot until the timeout and never
+ * the thread: a request beside it is served at once.
+ */
+#include "resolver/http.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "resolver/log.h"
+
+/* Bounds against hostile clients: a scraper or a CDN's fetcher needs one connection at a time. */
+#define HTTP_MAX_CONN 32       /* connections at once */
+#define HTTP_MAX_PER_IP 8      /* per client address */
+#define HTTP_TIMEOUT_S 5       /* a connection idle this long is closed */
+#define HTTP_CONN_MEMORY 16384 /* per connection: request line and headers must fit */
+
+struct http_server {
+	int fd; /* ours until the daemon starts, then libmicrohttpd's */
+	int family;
+	char key[32];
+	char addr[64];
+	struct MHD_Daemon *mhd;
+	http_handler_fn fn;
+	void *arg;
+	const char *notfound;
+	size_t nallow;
+	struct prefix *allow;
+};
+
+struct http_server *http_new(const char *key, const struct conf_addr *a, bool share, const struct prefix *allow,
+                             size_t nallow, http_handler_fn fn, void *arg, const char *notfound)
+{
+	struct http_server *h = calloc(1, sizeof(*h));
+	if (h == NULL || (nallow > 0 && (h->allow = calloc(nallow, sizeof(*allow))) == NULL)) {
+		free(h);
+		return NULL;
+	}
+	if (nallow > 0)
+		memcpy(h->allow, allow, nallow * sizeof(*allow));
+	h->nallow = nallow;
+	h->fn = fn;
+	h->arg = arg;
+	h->notfound = notfound;
+	h->family = a->ss.ss_family;
+	snprintf(h->key, sizeof(h->key), "%s", key);
+	snprintf(h->addr, sizeof(h->addr), "%s", a->text);
+	h->fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (h->fd < 0 || setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    (share && setsockopt(h->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
+	    (h->family == AF_INET6 && setsockopt(h->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
+	    bind(h->fd, (const struct sockaddr *)&a->ss, a->len) != 0 || listen(h->fd, 64) != 0) {
+		log_err("cannot serve HTTP on %s (key '%s'): %s", a->text, key, strerror(errno));
+		if (h->fd >= 0)
+			close(h->fd);
+		free(h->allow);
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *body, const char *allow)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	enum MHD_Result rc = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* Does an If-None-Match list name etag (quoted, weak or strong: RFC 9110 13.1.2 compares weakly)? */
+static bool etag_listed(const char *list, const char *quoted)
+{
+	if (list == NULL || quoted[0] == '\0')
+		return false;
+	size_t n = strlen(quoted);
+	for (const char *p = list; *p != '\0';) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '*')
+			return true;
+		if (p[0] == 'W' && p[1] == '/')
+			p += 2;
+		if (strncmp(p, quoted, n) == 0 && (p[n] == '\0' || p[n] == ',' || p[n] == ' ' || p[n] == '\t'))
+			return true;
+		while (*p != '\0' && *p != ',')
+			p++;
+	}
+	return false;
+}
+
+static enum MHD_Result serve(struct http_server *h, struct MHD_Connection *c, const char *url)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	if (out == NULL)
+		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
+	struct http_page page = { .status = MHD_HTTP_OK };
+	int rc = h->fn(h->arg, url, out, &page);
+	if (fclose(out) != 0 || rc != 0) {
+		free(buf);
+		if (rc == -ENOENT)
+			return reply(c, MHD_HTTP_NOT_FOUND, h->notfound, NULL);
+		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write the reply\n", NULL);
+	}
+	char quoted[sizeof(page.etag) + 2] = "";
+	if (page.etag[0] != '\0')
+		snprintf(quoted, sizeof(quoted), "\"%s\"", page.etag);
+	const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	bool unchanged = page.status == MHD_HTTP_OK && etag_listed(inm, quoted);
+	struct MHD_Response *r = unchanged ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
+	                                   : MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+	if (r == NULL || unchanged)
+		free(buf);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, page.type ? page.type : "text/plain; charset=utf-8");
+	if (quoted[0] != '\0')
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, quoted);
+	if (page.modified != 0) {
+		char date[64];
+		struct tm tm;
+		if (gmtime_r(&page.modified, &tm) != NULL &&
+		    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm) > 0) /* RFC 9110 IMF-fixdate */
+			MHD_add_response_header(r, MHD_HTTP_HEADER_LAST_MODIFIED, date);
+	}
+	enum MHD_Result res = MHD_queue_response(c, unchanged ? MHD_HTTP_NOT_MODIFIED : page.status, r);
+	MHD_destroy_response(r);
+	return res;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+	(void)version;
+	(void)upload_data;
+	(void)con_cls;
+	/* Answered at the first call, from the headers alone: a body is never
+	 * read (libmicrohttpd closes the connection after replying). */
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n", "GET, HEAD");
+	const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (*upload_data_size != 0 || MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+	    (clen && strcmp(clen, "0") != 0))
+		return reply(c, MHD_HTTP_BAD_REQUEST, "request bodies are not accepted\n", NULL);
+	return serve(cls, c, url);
+}
+
+/* Clients outside the allow list are closed at accept, before a byte is read. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	const struct http_server *h = cls;
+	if (h->nallow == 0)
+		return MHD_YES;
+	struct prefix who;
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+		prefix_from_addr(&who, AF_INET, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr);
+	else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))
+		prefix_from_addr(&who, AF_INET6, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
+	else
+		return MHD_NO;
+	for (size_t i = 0; i < h->nallow; i++)
+		if (prefix_contains(&h->allow[i], &who))
+			return MHD_YES;
+	return MHD_NO;
+}
+
+static void mhd_log(void *arg, const char *fmt, va_list ap)
+{
+	const struct http_server *h = arg;
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strlen(msg);
+	while (n > 0 && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	log_debug("%s: %s", h->key, msg);
+}
+
+int http_start(struct http_server *h)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	if (h->family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	h->mhd = MHD_start_daemon(flags, 0, on_accept, h, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->fd,
+	                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONN,
+	                          MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP,
+	                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
+	                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+	                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
+	if (h->mhd == NULL) {
+		log_err("cannot start the HTTP server on %s (key '%s')", h->addr, h->key);
+		return -1;
+	}
+	h->fd = -1; /* libmicrohttpd closes it when stopped */
+	return 0;
+}
+
+void http_free(struct http_server *h)
+{
+	if (h == NULL)
+		return;
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	if (h->fd >= 0)
+		close(h->fd);
+	free(h->allow);
+	free(h);
+}
