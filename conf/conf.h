@@ -74,6 +74,9 @@ struct conf {
 		char *user;               /* run as this user after binding; "" = as started (never root) */
 		char *control_group;      /* group of the control socket; "" = the user's */
 		struct conf_addr metrics; /* Prometheus /metrics and /health; len 0 = off */
+		struct conf_addr http;    /* the partition plan published to CDNs; len 0 = off */
+		size_t nhttp_allow;       /* who may fetch it; none = everyone */
+		struct prefix *http_allow;
 		char *store;              /* LMDB environment directory */
 		bool create_store;        /* create the store directory when missing */
 		unsigned tcp_idle_ms;     /* idle TCP connection timeout */

@@ -132,6 +132,9 @@ static const struct sitem server_items[] = {
 	{ .name = "control_group", .type = ST_STR, FLD(CS, conf.server.control_group), .def = "" },
 	/* no default port: a metrics port is the operator's choice, not a convention */
 	{ .name = "metrics", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.metrics) },
+	/* the plan's publication for CDNs (resolver/publish.c); off unless named */
+	{ .name = "http", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.http) },
+	{ .name = "http_allow", .type = ST_PREFIX, LST(CS, conf.server.http_allow, conf.server.nhttp_allow, 0) },
 	{ .name = "store", .type = ST_PATH, FLD(CS, conf.server.store),
 	  .def = "/var/lib/partdns" },
 	{ .name = "create_store", .type = ST_BOOL, FLD(CS, conf.server.create_store),

@@ -27,6 +27,7 @@
 #include "resolver/metrics_http.h"
 #include "resolver/net.h"
 #include "resolver/privs.h"
+#include "resolver/publish.h"
 #include "resolver/resolve_edns.h"
 #include "resolver/resolve_normal.h"
 #include "resolver/route.h"
@@ -53,6 +54,8 @@ struct daemon {
 	struct probe *probe;         /* partdnsctl query */
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */
+	struct http_server *http;    /* server.http: the plan for CDNs; NULL when off */
+	_Atomic time_t plan_since;   /* when the running partition plan went live (Last-Modified) */
 	time_t started;
 	char user[64];               /* who it runs as (server.user, or whoever started it) */
 	/* reloads (SIGHUP, partdnsctl reload), under reload_lock */
@@ -151,6 +154,16 @@ static int cmd_stats(void *arg, int argc, char **argv, FILE *out, FILE *err)
 	free((void *)v.part);
 	snapshot_release(s);
 	return 0;
+}
+
+/* GET /mapping.csv and friends (on the server.http thread): the running plan. */
+static int publish(void *arg, const char *path, FILE *out, struct http_page *page)
+{
+	struct daemon *d = arg;
+	struct snapshot *s = snapshot_get(&d->snapshots);
+	int rc = publish_page(s->conf, atomic_load(&d->plan_since), path, out, page);
+	snapshot_release(s);
+	return rc;
 }
 
 /* GET /metrics (on the metrics server's thread). */
@@ -492,6 +505,13 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		if (d->metrics == NULL)
 			goto fail;
 	}
+	atomic_store(&d->plan_since, d->started);
+	if (c->server.http.len > 0) {
+		d->http = http_new("server.http", &c->server.http, takeover, c->server.http_allow, c->server.nhttp_allow,
+		                   publish, d, PUBLISH_PATHS);
+		if (d->http == NULL)
+			goto fail;
+	}
 	/* Everything that needs root (port 53, the store's files, the socket) is
 	 * done; no thread serves yet. */
 	int e = privs_drop(&privs);
@@ -521,6 +541,7 @@ void daemon_free(struct daemon *d)
 	if (d == NULL)
 		return;
 	metrics_http_free(d->metrics); /* first: a scrape reads the workers and pools */
+	http_free(d->http);
 	control_free(d->control);
 	/* Pools fail their unfinished jobs into the workers' queues, which
 	 * worker_free then drains: pools go first. */
@@ -559,6 +580,14 @@ static bool addrs_same(const struct conf_addr *a, size_t na, const struct conf_a
 {
 	for (size_t i = 0; na == nb && i < na; i++)
 		if (strcmp(a[i].text, b[i].text) != 0)
+			return false;
+	return na == nb;
+}
+
+static bool prefixes_same(const struct prefix *a, size_t na, const struct prefix *b, size_t nb)
+{
+	for (size_t i = 0; na == nb && i < na; i++)
+		if (!prefix_equal(&a[i], &b[i]))
 			return false;
 	return na == nb;
 }
@@ -619,6 +648,10 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "server.dnstap";
 	if (strcmp(old->server.metrics.text, neu->server.metrics.text) != 0)
 		what[n++] = "server.metrics";
+	if (strcmp(old->server.http.text, neu->server.http.text) != 0 ||
+	    !prefixes_same(old->server.http_allow, old->server.nhttp_allow, neu->server.http_allow,
+	                   neu->server.nhttp_allow))
+		what[n++] = "server.http/http_allow";
 	if (old->server.tcp_idle_ms != neu->server.tcp_idle_ms ||
 	    old->server.tcp_max_clients != neu->server.tcp_max_clients ||
 	    old->server.tcp_message_ms != neu->server.tcp_message_ms ||
@@ -706,6 +739,8 @@ int daemon_reload(struct daemon *d, FILE *err)
 	 * (inflight.c), so the flush cannot be undone behind our back. */
 	struct plan_change pc = { .old = cur->conf, .neu = neu };
 	size_t flushed = rc == 0 ? cache_flush(d->cache, flush_partitions, &pc) : 0;
+	if (rc == 0 && neu->partitions.digest != cur->conf->partitions.digest)
+		atomic_store(&d->plan_since, time(NULL)); /* Last-Modified of the published plan */
 	if (rc == 0) { /* serve-stale on or off: expired answers kept or reaped from now on */
 		cache_set_stale(d->cache, neu->cache.serve_stale ? INFLIGHT_STALE_MAX : 0);
 		daemon_apply_log(neu); /* server.log and log_level take effect at once */
@@ -781,6 +816,8 @@ int daemon_run(struct daemon *d)
 		rc = control_start(d->control);
 	if (rc == 0 && d->metrics && metrics_http_start(d->metrics) != 0)
 		rc = -EIO;
+	if (rc == 0 && d->http && http_start(d->http) != 0)
+		rc = -EIO;
 	if (rc != 0) {
 		log_err("cannot start threads: %s", strerror(-rc));
 		daemon_stop(d);
@@ -790,6 +827,9 @@ int daemon_run(struct daemon *d)
 			log_info("listening on %s (UDP, TCP)", s->conf->server.listen[i].text);
 		log_info("ready: %u worker(s), %u resolver thread(s), %u EDNS thread(s), %zu partition(s)", d->nworkers,
 		         s->conf->resolver.threads, s->conf->edns.threads, ptable_size(s->conf->partitions.table));
+		if (d->http)
+			log_info("publishing the partition plan on %s (HTTP GET /mapping.csv, /mapping.json, /geofeed.csv)",
+			         s->conf->server.http.text);
 		if (d->metrics) {
 			log_info("serving metrics on %s (HTTP GET /metrics, /health)", s->conf->server.metrics.text);
 			metrics_http_set_ready(d->metrics, true); /* /health: listeners, store and pools are up */
