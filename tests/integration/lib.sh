@@ -291,6 +291,16 @@ it_stop_pid() {
   it_wait_exit "$1" "$2"
 }
 
+# it_free_port ADDR FROM TO: the first TCP port in FROM..TO nothing listens
+# on at ADDR, on stdout; dies when there is none.
+it_free_port() {
+  local p
+  for p in $(seq "$2" "$3"); do
+    if ! ss -Hltn 2>/dev/null | awk '{print $4}' | grep -qx "$1:$p"; then echo "$p"; return 0; fi
+  done
+  die "no free TCP port in $2..$3 on $1"
+}
+
 # it_wait_dns SECONDS DIG-ARGS...: poll until dig gets any answer.
 it_wait_dns() {
   local limit=$1 i

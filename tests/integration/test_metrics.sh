@@ -14,11 +14,7 @@ pd_require_bins
 pd_write_conf "$IT_TMP/partdns.yaml"
 
 # A free TCP port on partdns' own address of this harness's network.
-MPORT=""
-for p in $(seq 9153 9199); do
-  if ! ss -Hltn 2>/dev/null | awk '{print $4}' | grep -qx "$PD_ADDR:$p"; then MPORT=$p; break; fi
-done
-[ -n "$MPORT" ] || die "no free port for the metrics endpoint on $PD_ADDR"
+MPORT=$(it_free_port "$PD_ADDR" 9153 9199)
 MURL=http://$PD_ADDR:$MPORT
 sed -i "s|^  control: .*|&\n  metrics: \"$PD_ADDR@$MPORT\"|" "$PD_CONF"
 assert_contains "the config names the metrics address" "metrics: \"$PD_ADDR@$MPORT\"" "$(cat "$PD_CONF")"

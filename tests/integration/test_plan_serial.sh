@@ -11,11 +11,7 @@ harness_start_all
 pd_require_bins
 pd_write_conf "$IT_TMP/partdns.yaml"
 sed -i '/^partitions:/a\  serial: 2026120301' "$PD_CONF"
-MPORT=""
-for p in $(seq 9153 9199); do
-  if ! ss -Hltn 2>/dev/null | awk '{print $4}' | grep -qx "$PD_ADDR:$p"; then MPORT=$p; break; fi
-done
-[ -n "$MPORT" ] || die "no free port for the metrics endpoint on $PD_ADDR"
+MPORT=$(it_free_port "$PD_ADDR" 9153 9199)
 sed -i "/^server:/a\\  metrics: \"$PD_ADDR@$MPORT\"" "$PD_CONF"
 cp "$PD_CONF" "$IT_TMP/orig.yaml"
 

@@ -11,11 +11,7 @@ harness_init publish
 harness_start_all
 pd_require_bins
 command -v curl >/dev/null || die "curl is needed"
-HPORT=""
-for p in $(seq 9200 9249); do
-  if ! ss -Hltn 2>/dev/null | awk '{print $4}' | grep -qx "$PD_ADDR:$p"; then HPORT=$p; break; fi
-done
-[ -n "$HPORT" ] || die "no free port for server.http on $PD_ADDR"
+HPORT=$(it_free_port "$PD_ADDR" 9200 9249)
 URL=http://$PD_ADDR:$HPORT
 pd_write_conf "$IT_TMP/partdns.yaml"
 sed -i '/^partitions:/a\  serial: 2026120301' "$PD_CONF"

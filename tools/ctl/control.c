@@ -42,7 +42,8 @@ static int stats_opt(int opt, const char *arg, void *ctx)
 	return 0;
 }
 
-int ctl_stats(struct ctl *c, int argc, char **argv)
+/* "VERB [--json]": a report of the daemon's, as lines or one JSON object. */
+static int report_request(struct ctl *c, const char *verb, int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -53,27 +54,22 @@ int ctl_stats(struct ctl *c, int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	if (argc - first != 0)
-		return ctl_usage_error("stats: unexpected argument '%s'", argv[first]);
+		return ctl_usage_error("%s: unexpected argument '%s'", verb, argv[first]);
 	if ((rc = ctl_load_conf(c)) != CTL_OK)
 		return rc;
-	return run_request(c, "stats", json ? "stats json" : "stats");
+	char request[32];
+	snprintf(request, sizeof(request), "%s%s", verb, json ? " json" : "");
+	return run_request(c, verb, request);
+}
+
+int ctl_stats(struct ctl *c, int argc, char **argv)
+{
+	return report_request(c, "stats", argc, argv);
 }
 
 int ctl_status(struct ctl *c, int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ NULL, 0, NULL, 0 },
-	};
-	int json = 0, first;
-	int rc = ctl_getopt(c, argc, argv, "", longs, stats_opt, &json, &first);
-	if (rc >= 0)
-		return rc;
-	if (argc - first != 0)
-		return ctl_usage_error("status: unexpected argument '%s'", argv[first]);
-	if ((rc = ctl_load_conf(c)) != CTL_OK)
-		return rc;
-	return run_request(c, "status", json ? "status json" : "status");
+	return report_request(c, "status", argc, argv);
 }
 
 static int partition_opt(int opt, const char *arg, void *ctx)
