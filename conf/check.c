@@ -525,6 +525,8 @@ static void build_parts(struct loader *L, const struct pcheck *pc)
 			.region = p->region,
 			.city = p->city,
 			.postal = p->postal,
+			.isp = p->isp,
+			.asn = p->asn,
 		};
 		if (mapping_set(c->partitions.mapping, pc->ids[i], &e) != 0) {
 			L->oom = true;

@@ -242,6 +242,9 @@ static const struct sitem part_items[] = {
 	{ .name = "region", .type = ST_REGION, FLD(CP, region) },
 	{ .name = "city", .type = ST_TEXT, FLD(CP, city) },
 	{ .name = "postal", .type = ST_TEXT, FLD(CP, postal) },
+	/* carried in the CSV and JSON exports: CDNs steer by city and carrier */
+	{ .name = "isp", .type = ST_TEXT, FLD(CP, isp) },
+	{ .name = "asn", .type = ST_UINT, FLD(CP, asn), .min = 1, .max = 4294967295u },
 	{ .name = "mapped", .type = ST_ADDR4, .flags = SF_NODE, FLD(CP, mapped),
 	  NODE(CP, mapped_node) },
 	{ .name = "mapped6", .type = ST_PREFIX6, .flags = SF_NODE, FLD(CP, mapped6),

@@ -14,7 +14,8 @@
 /* One partitions.list item as parsed, before the table is built. */
 struct conf_part {
 	char *name;
-	char *label, *country, *region, *city, *postal; /* NULL when absent */
+	char *label, *country, *region, *city, *postal, *isp; /* NULL when absent */
+	unsigned asn;          /* 0 when absent */
 	struct prefix mapped;  /* family 0 when absent or bad */
 	struct prefix mapped6; /* family 0 when absent or bad */
 	size_t nprefixes;

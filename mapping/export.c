@@ -108,6 +108,8 @@ uint64_t mapping_serial(const struct mapping *m, const struct ptable *t)
 		fnv_str(&h, e->region);
 		fnv_str(&h, e->city);
 		fnv_str(&h, e->postal);
+		fnv_str(&h, e->isp);
+		fnv_u64(&h, e->asn);
 	}
 	return h;
 }
@@ -167,7 +169,7 @@ static int export_csv(const struct mapping *m, const struct ptable *t, const cha
 	/* Plain CSV (RFC 4180): a comment line before the header is read as the
 	 * header by CSV readers, so the serial is a column of every row. */
 	size_t n = ptable_size(t);
-	fputs("serial,partition,id,label,mapped,mapped6,country,region,city\n", out);
+	fputs("serial,partition,id,label,mapped,mapped6,country,region,city,isp,asn\n", out);
 	for (unsigned id = 1; id <= n; id++) {
 		const struct mapping_entry *e = entry_of(m, id);
 		char v4[PREFIX_STRLEN] = "", v6[PREFIX_STRLEN] = "";
@@ -185,7 +187,12 @@ static int export_csv(const struct mapping *m, const struct ptable *t, const cha
 		csv_field(out, e->region);
 		fputc(',', out);
 		csv_field(out, e->city);
-		fputc('\n', out);
+		fputc(',', out);
+		csv_field(out, e->isp);
+		if (e->asn != 0)
+			fprintf(out, ",%u\n", (unsigned)e->asn);
+		else
+			fputs(",\n", out);
 	}
 	return 0;
 }
@@ -283,7 +290,12 @@ static int export_json(const struct mapping *m, const struct ptable *t, const ch
 		json_string(out, e->region);
 		fputs(",\n      \"city\": ", out);
 		json_string(out, e->city);
-		fputs("\n    }", out);
+		fputs(",\n      \"isp\": ", out);
+		json_string(out, e->isp);
+		if (e->asn != 0)
+			fprintf(out, ",\n      \"asn\": %u\n    }", (unsigned)e->asn);
+		else
+			fputs(",\n      \"asn\": null\n    }", out);
 	}
 	fputs(n > 0 ? "\n  ]\n}\n" : "]\n}\n", out);
 	return 0;

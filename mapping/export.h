@@ -40,12 +40,12 @@ uint64_t mapping_plan_digest(const struct mapping *m, const struct ptable *t, ui
  * ids 1..ptable_size(t), named by ptable_name(); m may lack entries (or be
  * NULL): such partitions export empty fields (JSON null) and no geofeed row.
  *
- * CSV: the header "serial,partition,id,label,mapped,mapped6,country,region,city"
+ * CSV: the header "serial,partition,id,label,mapped,mapped6,country,region,city,isp,asn"
  * (serial: 16 hex digits, the same on every row), one row per
  * partition; LF line ends; RFC 4180 quoting for fields holding , " CR LF
  * (or starting with '#').
  * JSON: {"serial", "partitions": [{name, id, label, mapped, mapped6, country,
- * region, city}]}, 2-space indent, unset values null, control characters as
+ * region, city, isp, asn}]} (asn a number), 2-space indent, unset values null, control characters as
  * \u00xx, ill-formed UTF-8 as \ufffd, trailing newline.
  * Geofeed (RFC 8805): "# partdns geofeed serial=<16 hex>", then
  * "prefix,country,region,city,postal" per mapped address (v4 as /32, then

@@ -42,6 +42,7 @@ static void entry_free_strings(struct mapping_entry *e)
 	free(e->region);
 	free(e->city);
 	free(e->postal);
+	free(e->isp);
 }
 
 void mapping_free(struct mapping *m)
@@ -104,6 +105,8 @@ int mapping_set(struct mapping *m, unsigned id, const struct mapping_entry *e)
 	c.region = dup_opt(e->region, &ok);
 	c.city = dup_opt(e->city, &ok);
 	c.postal = dup_opt(e->postal, &ok);
+	c.isp = dup_opt(e->isp, &ok);
+	c.asn = e->asn;
 	if (!ok) {
 		entry_free_strings(&c);
 		return -ENOMEM;

@@ -32,6 +32,8 @@ struct mapping_entry {
 	char *region;       /* ISO 3166-2, e.g. "CN-JS" */
 	char *city;         /* e.g. "Nanjing" */
 	char *postal;
+	char *isp;          /* the carrier, e.g. "China Mobile"; a CDN steers by city and carrier */
+	uint32_t asn;       /* its autonomous system; 0 = not given */
 };
 
 struct mapping;

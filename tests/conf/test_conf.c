@@ -19,6 +19,7 @@
 
 #include "conf/conf.h"
 #include "mapping/ecs.h"
+#include "mapping/export.h"
 #include "mapping/mapping.h"
 #include "partition/partition.h"
 #include "partition/prefix.h"
@@ -724,6 +725,16 @@ static void test_province_config(void **state)
 	const char *name = ptable_name(c->partitions.table, ptable_lookup(c->partitions.table, p.family, p.addr, NULL));
 	assert_non_null(name);
 	assert_string_equal(name, "wuxi");
+	/* carrier and AS reach the CDN's export */
+	char *csv = NULL;
+	size_t csvlen = 0;
+	FILE *f = open_memstream(&csv, &csvlen);
+	assert_non_null(f);
+	assert_int_equal(mapping_export(c->partitions.mapping, c->partitions.table, MAPPING_FORMAT_CSV, f), 0);
+	fclose(f);
+	if (strstr(csv, ",CN,CN-JS,Wuxi,Example Telecom,64500\n") == NULL)
+		fail_msg("wuxi's row lacks its isp and asn:\n%s", csv);
+	free(csv);
 	free(cap.text);
 	conf_free(c);
 }

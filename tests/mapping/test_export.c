@@ -191,12 +191,12 @@ static const struct tpart escape[] = {
 };
 
 static const char escape_csv[] =
-	"serial,partition,id,label,mapped,mapped6,country,region,city\n"
-	"@SERIAL@,ctrl,1,\"quote\"\" back\\ nl\n tab\t bell\x01 del\x7f\",203.0.113.1,,CN,CN-JS,\xe5\x8d\x97\xe4\xba\xac\n"
+	"serial,partition,id,label,mapped,mapped6,country,region,city,isp,asn\n"
+	"@SERIAL@,ctrl,1,\"quote\"\" back\\ nl\n tab\t bell\x01 del\x7f\",203.0.113.1,,CN,CN-JS,\xe5\x8d\x97\xe4\xba\xac,,\n"
 	"@SERIAL@,bad,2,bad\xff utf8 \xc3( \xe2\x82 end \xed\xa0\x80 sur \xf0\x9f\x98\x80 ok \xc0\xaf"
 	" ov\xe0\x80\xaf f0\xf0\x80\x80\xaf f4\xf4\x90\x80\x80 f5\xf5\x80\x80\x80 c3\xe4\xb8\xc0x"
 	" edges\xc2\x80\xe0\xa0\x80\xed\x9f\xbf\xef\xbf\xbf\xf4\x8f\xbf\xbf tail\xe5\x8d,"
-	"203.0.113.2,2001:db8:2::/64,\"C,N\",CN\tJS,\"a,b\rc\"\n";
+	"203.0.113.2,2001:db8:2::/64,\"C,N\",CN\tJS,\"a,b\rc\",,\n";
 
 static const char escape_json[] =
 	"{\n"
@@ -210,7 +210,9 @@ static const char escape_json[] =
 	"      \"mapped6\": null,\n"
 	"      \"country\": \"CN\",\n"
 	"      \"region\": \"CN-JS\",\n"
-	"      \"city\": \"\xe5\x8d\x97\xe4\xba\xac\"\n"
+	"      \"city\": \"\xe5\x8d\x97\xe4\xba\xac\",\n"
+	"      \"isp\": null,\n"
+	"      \"asn\": null\n"
 	"    },\n"
 	"    {\n"
 	"      \"name\": \"bad\",\n"
@@ -223,7 +225,9 @@ static const char escape_json[] =
 	"      \"mapped6\": \"2001:db8:2::/64\",\n"
 	"      \"country\": \"C,N\",\n"
 	"      \"region\": \"CN\\u0009JS\",\n"
-	"      \"city\": \"a,b\\u000dc\"\n"
+	"      \"city\": \"a,b\\u000dc\",\n"
+	"      \"isp\": null,\n"
+	"      \"asn\": null\n"
 	"    }\n"
 	"  ]\n"
 	"}\n";
@@ -291,14 +295,14 @@ static void test_output_without_mapping(void **state)
 		const char *want;
 	} rows[] = {
 		{ "NULL mapping, CSV", NULL, MAPPING_FORMAT_CSV,
-		  "serial,partition,id,label,mapped,mapped6,country,region,city\n"
-		  "@SERIAL@,nanjing,1,,,,,,\n"
-		  "@SERIAL@,suzhou,2,,,,,,\n" },
+		  "serial,partition,id,label,mapped,mapped6,country,region,city,isp,asn\n"
+		  "@SERIAL@,nanjing,1,,,,,,,,\n"
+		  "@SERIAL@,suzhou,2,,,,,,,,\n" },
 		{ "NULL mapping, geofeed", NULL, MAPPING_FORMAT_GEOFEED, "# partdns geofeed serial=@SERIAL@\n" },
 		{ "mapping shorter than the table, CSV", short_m, MAPPING_FORMAT_CSV,
-		  "serial,partition,id,label,mapped,mapped6,country,region,city\n"
-		  "@SERIAL@,nanjing,1,,198.51.100.9,,,,Nanjing\n"
-		  "@SERIAL@,suzhou,2,,,,,,\n" },
+		  "serial,partition,id,label,mapped,mapped6,country,region,city,isp,asn\n"
+		  "@SERIAL@,nanjing,1,,198.51.100.9,,,,Nanjing,,\n"
+		  "@SERIAL@,suzhou,2,,,,,,,,\n" },
 		{ "mapping shorter than the table, geofeed", short_m, MAPPING_FORMAT_GEOFEED,
 		  "# partdns geofeed serial=@SERIAL@\n"
 		  "198.51.100.9/32,,,Nanjing,\n" },

@@ -443,7 +443,7 @@ run 0 -c "$C" mapping export --format csv
 CHECKS=$((CHECKS + 1)); cmp -s "$T/out" "$T/csv" || fail "csv is not the default format"
 # plain CSV: the header first (no comment line a CSV reader would take for it), the serial a column
 CHECKS=$((CHECKS + 1))
-[ "$(head -n 1 "$T/out")" = "serial,partition,id,label,mapped,mapped6,country,region,city" ] ||
+[ "$(head -n 1 "$T/out")" = "serial,partition,id,label,mapped,mapped6,country,region,city,isp,asn" ] ||
 	fail "the CSV does not start with its header: $(head -n 1 "$T/out")"
 CHECKS=$((CHECKS + 1))
 [ "$(tail -n +2 "$T/out" | cut -d, -f1 | sort -u | grep -cE '^[0-9a-f]{16}$')" = 1 ] ||
