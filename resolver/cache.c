@@ -530,6 +530,10 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 	return cache_insert_opt(c, key, klen, val, vlen, now, ttl, 0);
 }
 
+/* cache_link: an entry cache_rekey moves (no new insert to count) */
+#define LINK_MOVED 0x100u
+static int cache_link(struct cache *c, struct entry *e, uint32_t now, unsigned opts);
+
 int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
 		     size_t vlen, uint32_t now, uint32_t ttl, unsigned opts)
 {
@@ -560,11 +564,23 @@ int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uin
 	if (vlen > 0)
 		memcpy(entry_val(e), val, vlen);
 
-	struct shard *s = shard_of(c, h);
+	return cache_link(c, e, now, opts);
+}
+
+/*
+ * Put the built entry e (hash, key and value set) into its shard, replacing
+ * an entry of the same key (unless CACHE_NO_REPLACE keeps a live one:
+ * -EEXIST) and evicting for room. On any error e is freed.
+ */
+static int cache_link(struct cache *c, struct entry *e, uint32_t now, unsigned opts)
+{
+	const uint8_t *key = entry_key(e);
+	size_t klen = e->klen, need = entry_charge(e->klen, e->vlen);
+	struct shard *s = shard_of(c, e->hash);
 	struct entry *garbage = NULL;
 	int ret = 0;
 	shard_wrlock(&s->lock);
-	struct entry **link = shard_find(s, h, key, klen);
+	struct entry **link = shard_find(s, e->hash, key, klen);
 	if (link != NULL && (opts & CACHE_NO_REPLACE) && entry_kept(c, *link, now)) {
 		shard_unlock(&s->lock);
 		free(e);
@@ -584,13 +600,14 @@ int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uin
 	if (get_sz(&s->bytes) + need > s->budget)
 		ret = shard_shrink_empty(s);
 	if (ret == 0) {
-		struct entry **slot = &s->tab[h & s->mask];
+		struct entry **slot = &s->tab[e->hash & s->mask];
 		e->next = *slot;
 		*slot = e;
 		ring_insert(s, e);
 		add_sz(&s->bytes, need);
 		add_sz(&s->entries, 1);
-		add_u64(&s->inserts, 1);
+		if (!(opts & LINK_MOVED))
+			add_u64(&s->inserts, 1);
 		tag_count(c, key, klen, need, +1);
 	}
 	shard_unlock(&s->lock);
@@ -640,6 +657,97 @@ size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t kle
 	for (unsigned i = 0; i < c->nshards; i++)
 		removed += shard_sweep(&c->shards[i], drop_matching, &m);
 	return removed;
+}
+
+struct rekey_arg {
+	int (*rekey)(const uint8_t *key, size_t klen, uint8_t *out, void *arg);
+	void *arg;
+	uint8_t buf[CACHE_MAX_KEY];
+	struct entry *moving; /* unlinked entries whose key changes, chained by next */
+	size_t dropped;
+};
+
+/* cache_rekey_take for one shard, under its lock: entries that go, or move, leave the shard. */
+static size_t shard_rekey(struct shard *s, struct rekey_arg *r)
+{
+	struct entry *garbage = NULL;
+	size_t moved = 0;
+	shard_wrlock(&s->lock);
+	size_t n = get_sz(&s->entries);
+	struct entry *e = s->hand;
+	for (size_t k = 0; k < n; k++) {
+		struct entry *next = e->cnext;
+		int what = r->rekey(entry_key(e), e->klen, r->buf, r->arg);
+		if (what != 0) {
+			struct entry *one = NULL;
+			shard_remove(s, e, &one); /* uncharged, untagged, e->next = NULL */
+			if (what > 0) {
+				memcpy(entry_key(e), r->buf, e->klen);
+				e->next = r->moving;
+				r->moving = e;
+				moved++;
+			} else {
+				e->next = garbage;
+				garbage = e;
+				r->dropped++;
+			}
+		}
+		e = next;
+	}
+	shard_unlock(&s->lock);
+	free_list(garbage);
+	return moved;
+}
+
+struct cache_moves *cache_rekey_take(struct cache *c,
+                                     int (*rekey)(const uint8_t *key, size_t klen, uint8_t *out, void *arg),
+                                     void *arg, size_t *dropped)
+{
+	struct rekey_arg *r = calloc(1, sizeof(*r));
+	if (r != NULL) {
+		r->rekey = rekey;
+		r->arg = arg;
+		for (unsigned i = 0; i < c->nshards; i++)
+			shard_rekey(&c->shards[i], r);
+	}
+	if (dropped)
+		*dropped = r != NULL ? r->dropped : 0;
+	return (struct cache_moves *)r;
+}
+
+size_t cache_rekey_put(struct cache *c, struct cache_moves *m, uint32_t now)
+{
+	struct rekey_arg *r = (struct rekey_arg *)m;
+	if (r == NULL)
+		return 0;
+	/* One shard lock at a time: each entry goes where its new key hashes. An entry
+	 * stored under the new key meanwhile (a fresh answer) wins over the moved one. */
+	size_t moved = 0;
+	while (r->moving != NULL) {
+		struct entry *e = r->moving;
+		r->moving = e->next;
+		e->next = NULL;
+		e->hash = hash_bytes(&c->key, entry_key(e), e->klen);
+		if (cache_link(c, e, now, CACHE_NO_REPLACE | LINK_MOVED) == 0)
+			moved++;
+	}
+	free(r);
+	return moved;
+}
+
+void cache_moves_free(struct cache_moves *m)
+{
+	struct rekey_arg *r = (struct rekey_arg *)m;
+	if (r == NULL)
+		return;
+	free_list(r->moving);
+	free(r);
+}
+
+size_t cache_rekey(struct cache *c, int (*rekey)(const uint8_t *key, size_t klen, uint8_t *out, void *arg),
+                   void *arg, uint32_t now, size_t *dropped)
+{
+	return cache_rekey_put(c, cache_rekey_take(c, rekey, arg, dropped), now);
 }
 
 struct reap_arg {

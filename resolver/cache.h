@@ -159,6 +159,33 @@ size_t cache_flush(struct cache *c, bool (*match)(const uint8_t *key, size_t kle
 		   void *arg);
 
 /**
+ * Give entries new keys: rekey(key, klen, out, arg) returns 0 (keep the
+ * entry as it is), 1 (it wrote a new key of the same length to out: the
+ * entry moves there, TTL, age and flags kept) or -1 (drop the entry). An
+ * entry already stored under a new key (a fresh answer) wins over the moved
+ * one. For reloads that renumber partitions: their answers follow their
+ * name instead of being thrown away. Lookups meanwhile may miss a moving
+ * entry. @param dropped out, optional: entries dropped.
+ * @return entries moved.
+ */
+size_t cache_rekey(struct cache *c, int (*rekey)(const uint8_t *key, size_t klen, uint8_t *out, void *arg),
+                   void *arg, uint32_t now, size_t *dropped);
+
+/*
+ * cache_rekey in two steps, so a caller can switch meanings in between:
+ * take removes the entries that go (counted in *dropped) or move (kept
+ * aside, already under their new keys); put stores the moved ones and
+ * frees m; cache_moves_free drops them instead. NULL m (out of memory in
+ * take: nothing was removed) is accepted by both.
+ */
+struct cache_moves;
+struct cache_moves *cache_rekey_take(struct cache *c,
+                                     int (*rekey)(const uint8_t *key, size_t klen, uint8_t *out, void *arg),
+                                     void *arg, size_t *dropped);
+size_t cache_rekey_put(struct cache *c, struct cache_moves *m, uint32_t now);
+void cache_moves_free(struct cache_moves *m);
+
+/**
  * Free the expired entries of the next nshards shards (round robin), so
  * memory held by entries nobody asks for again (a flood of random names)
  * goes back before eviction would reach them. Entries within their

@@ -569,11 +569,29 @@ struct plan_change {
 	const struct conf *old, *neu;
 };
 
-/* Entries of a partition id that now means another city (name or mapped identity changed). */
-static bool flush_partitions(const uint8_t *key, size_t klen, void *arg)
+/*
+ * A cache entry's partition under the new plan: partitions are known by
+ * name, so one that kept its name and mapped identities keeps its answers
+ * under whatever id it has now (1: moved); one renamed, gone or steered
+ * to another identity loses them (-1); the rest stay (0).
+ */
+static int rekey_partitions(const uint8_t *key, size_t klen, uint8_t *out, void *arg)
 {
 	const struct plan_change *pc = arg;
-	return klen >= ROUTE_KEY_HDR && !route_partition_same(pc->old, pc->neu, route_key_partition(key));
+	if (klen < ROUTE_KEY_HDR)
+		return 0;
+	unsigned id = route_key_partition(key);
+	if (id == PARTITION_COMMON)
+		return 0;
+	const char *name = ptable_name(pc->old->partitions.table, id);
+	int nid = name != NULL ? ptable_find(pc->neu->partitions.table, name) : -1;
+	if (nid <= 0 || !route_partition_equiv(pc->old, id, pc->neu, (unsigned)nid))
+		return -1;
+	if ((unsigned)nid == id)
+		return 0;
+	memcpy(out, key, klen);
+	route_key_set_partition(out, (unsigned)nid);
+	return 1;
 }
 
 static bool addrs_same(const struct conf_addr *a, size_t na, const struct conf_addr *b, size_t nb)
@@ -733,12 +751,25 @@ int daemon_reload(struct daemon *d, FILE *err)
 	}
 	size_t nparts = ptable_size(c->partitions.table), ndom = domains_count(dom);
 	const struct conf *neu = c;
-	rc = snapshot_publish(&d->snapshots, c, dom, version);
-	/* A partition id may mean another city now: its answers go. Jobs still
-	 * in flight under the old plan check the same before they insert
-	 * (inflight.c), so the flush cannot be undone behind our back. */
+	/*
+	 * Partition ids may change meaning: answers of a partition that kept
+	 * its name and identity follow it to its new id, the others go. They
+	 * leave before the new plan is live (no client of the new plan finds
+	 * another city's answer under a reused id) and come back after it.
+	 * Meanwhile partition jobs store nothing (inflight_plan_switch); jobs
+	 * of the old plan finishing later check their partition's meaning
+	 * before they store (inflight.c).
+	 */
 	struct plan_change pc = { .old = cur->conf, .neu = neu };
-	size_t flushed = rc == 0 ? cache_flush(d->cache, flush_partitions, &pc) : 0;
+	size_t flushed = 0, moved = 0;
+	inflight_plan_switch(d->inflight, true);
+	struct cache_moves *moves = cache_rekey_take(d->cache, rekey_partitions, &pc, &flushed);
+	rc = snapshot_publish(&d->snapshots, c, dom, version);
+	if (rc == 0)
+		moved = cache_rekey_put(d->cache, moves, clock_sec());
+	else
+		cache_moves_free(moves); /* the old plan stays: their new keys mean nothing to it */
+	inflight_plan_switch(d->inflight, false);
 	if (rc == 0 && neu->partitions.digest != cur->conf->partitions.digest)
 		atomic_store(&d->plan_since, time(NULL)); /* Last-Modified of the published plan */
 	if (rc == 0) { /* serve-stale on or off: expired answers kept or reaped from now on */
@@ -750,8 +781,8 @@ int daemon_reload(struct daemon *d, FILE *err)
 	reload_done(d, rc);
 	if (rc == 0)
 		log_info("reloaded %s: %zu partition(s) (plan serial %u), %zu EDNS domain(s); %zu cache entries of "
-		         "changed partitions dropped",
-		         d->conf_path, nparts, serial, ndom, flushed);
+		         "changed or removed partitions dropped, %zu of renumbered ones kept",
+		         d->conf_path, nparts, serial, ndom, flushed, moved);
 	return rc;
 }
 

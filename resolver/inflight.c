@@ -29,6 +29,7 @@ struct inflight {
 	pthread_mutex_t caches_lock;
 	struct job_cache *caches; /* every thread's, freed with the table */
 	struct inflight_shard shards[INFLIGHT_SHARDS];
+	atomic_bool plan_switch; /* inflight_plan_switch: partition answers are not stored */
 };
 
 /* ---- per-thread free lists ----
@@ -366,6 +367,8 @@ static bool still_valid(const struct job *job)
 {
 	if (job->partition == PARTITION_COMMON)
 		return true;
+	if (atomic_load_explicit(&job->table->plan_switch, memory_order_acquire))
+		return false; /* its id may mean another city in a moment: the reload moves the cache */
 	struct snapshot *cur = snapshot_get(job->table->slot);
 	bool same = cur == job->snap || route_partition_same(job->snap->conf, cur->conf, job->partition);
 	snapshot_release(cur);
@@ -489,4 +492,9 @@ void inflight_done(struct job *job, const uint8_t *resp, size_t len)
 	if (ttl > 0 && still_valid(job))
 		cache_answer(job, r, ttl);
 	job_finish(job, r);
+}
+
+void inflight_plan_switch(struct inflight *t, bool on)
+{
+	atomic_store_explicit(&t->plan_switch, on, memory_order_release);
 }

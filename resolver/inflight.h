@@ -82,3 +82,11 @@ void inflight_done(struct job *job, const uint8_t *resp, size_t len);
  * job is freed.
  */
 void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool remember);
+
+/**
+ * While on, answers and failures of partition jobs are not stored (the
+ * common cache's are): a reload that renumbers partitions turns this on
+ * while it moves the cache's entries and switches the plan, so no answer
+ * lands under an id whose meaning is changing.
+ */
+void inflight_plan_switch(struct inflight *t, bool on);

@@ -28,6 +28,12 @@ unsigned route_key_partition(const uint8_t *key)
 	return ((unsigned)key[0] << 8) | key[1];
 }
 
+void route_key_set_partition(uint8_t *key, unsigned partition)
+{
+	key[0] = (uint8_t)(partition >> 8);
+	key[1] = (uint8_t)partition;
+}
+
 void route_key_set(struct route *rt, const struct wire_query *q, unsigned key_part)
 {
 	/* no DO: one entry serves DO and non-DO clients (wire_answer_write strips for the latter) */
@@ -144,16 +150,21 @@ int route_value_parse(const uint8_t *val, size_t vlen, struct route_value *v)
 
 bool route_partition_same(const struct conf *a, const struct conf *b, unsigned id)
 {
-	if (id == PARTITION_COMMON)
-		return true;
-	const char *na = ptable_name(a->partitions.table, id), *nb = ptable_name(b->partitions.table, id);
+	return route_partition_equiv(a, id, b, id);
+}
+
+bool route_partition_equiv(const struct conf *a, unsigned ia, const struct conf *b, unsigned ib)
+{
+	if (ia == PARTITION_COMMON || ib == PARTITION_COMMON)
+		return ia == ib;
+	const char *na = ptable_name(a->partitions.table, ia), *nb = ptable_name(b->partitions.table, ib);
 	if (na == NULL || nb == NULL || strcmp(na, nb) != 0)
 		return false;
 	static const int families[] = { AF_INET, AF_INET6 };
 	for (int i = 0; i < 2; i++) {
 		struct ecs ea, eb;
-		int ra = mapping_ecs(a->partitions.mapping, id, families[i], &ea);
-		int rb = mapping_ecs(b->partitions.mapping, id, families[i], &eb);
+		int ra = mapping_ecs(a->partitions.mapping, ia, families[i], &ea);
+		int rb = mapping_ecs(b->partitions.mapping, ib, families[i], &eb);
 		if (ra != rb || (ra == 0 && (ea.family != eb.family || ea.source != eb.source ||
 		                             memcmp(ea.addr, eb.addr, sizeof(ea.addr)) != 0)))
 			return false;

@@ -35,6 +35,9 @@ size_t route_key_build(uint8_t *key, unsigned partition, uint16_t qtype, uint16_
 /** The partition a cache key belongs to (0 = common). klen must be >= ROUTE_KEY_HDR. */
 unsigned route_key_partition(const uint8_t *key);
 
+/** Make key (klen >= ROUTE_KEY_HDR) a key of partition. */
+void route_key_set_partition(uint8_t *key, unsigned partition);
+
 /** rt->key for q, in the cache of key_part. */
 void route_key_set(struct route *rt, const struct wire_query *q, unsigned key_part);
 
@@ -104,6 +107,13 @@ int route_value_parse(const uint8_t *val, size_t vlen, struct route_value *v);
  * then hold under the other.
  */
 bool route_partition_same(const struct conf *a, const struct conf *b, unsigned id);
+
+/**
+ * Does partition ia of a mean to CDNs what partition ib of b means (the same
+ * name and mapped identities)? A reload that renumbers partitions keeps
+ * their answers by this.
+ */
+bool route_partition_equiv(const struct conf *a, unsigned ia, const struct conf *b, unsigned ib);
 
 /**
  * Does the CNAME chain of a normal answer enter an EDNS domain? Checks the

@@ -395,6 +395,90 @@ static void test_tags(void **state)
 	cache_free(c);
 }
 
+/* Keys "D/name": D '0'..'3'. The rekey renames 1 -> 2 and 2 -> 1, drops 3, keeps 0. */
+static int swap_tags(const uint8_t *key, size_t klen, uint8_t *out, void *arg)
+{
+	(void)arg;
+	if (klen < 2 || key[0] == '0')
+		return 0;
+	if (key[0] == '3')
+		return -1;
+	memcpy(out, key, klen);
+	out[0] = key[0] == '1' ? '2' : '1';
+	return 1;
+}
+
+static void test_rekey(void **state)
+{
+	(void)state;
+	struct cache *c = cache_new(256 * KiB, 4);
+	assert_non_null(c);
+	assert_int_equal(cache_set_tags(c, 4, digit_tag), 0);
+	char key[32], val[32];
+	for (unsigned i = 0; i < 200; i++) {
+		for (char d = '0'; d <= '3'; d++) {
+			snprintf(key, sizeof(key), "%c/name%03u", d, i);
+			snprintf(val, sizeof(val), "%c-%u", d, i);
+			assert_int_equal(insert_str(c, key, val, 10, 100 + i), 0);
+		}
+	}
+	size_t t2e, t2b;
+	uint64_t inserts = stats_of(c).inserts;
+	size_t dropped = 0;
+	struct cache_moves *m = cache_rekey_take(c, swap_tags, NULL, &dropped);
+	assert_int_equal(dropped, 200);
+	assert_int_equal(stats_of(c).entries, 200); /* only 0's stay while 1's and 2's move */
+	/* a fresh answer stored under a key an entry moves to, meanwhile, wins over the moved one */
+	assert_int_equal(insert_str(c, "2/name007", "fresh", 50, 100), 0);
+	size_t moved = cache_rekey_put(c, m, 60);
+	assert_int_equal(moved, 399);
+	assert_int_equal(stats_of(c).inserts, inserts + 1); /* moving is not storing */
+	struct seen s = { 0 };
+	for (unsigned i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "3/name%03u", i);
+		assert_false(present(c, key, 60));
+		snprintf(key, sizeof(key), "0/name%03u", i);
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(lookup_str(c, key, 60, &s), 0);
+		snprintf(val, sizeof(val), "0-%u", i);
+		assert_memory_equal(s.val, val, strlen(val));
+		/* 1's answers are 2's now, with their TTL and age */
+		snprintf(key, sizeof(key), "2/name%03u", i);
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(lookup_str(c, key, 60, &s), 0);
+		snprintf(val, sizeof(val), i == 7 ? "fresh" : "1-%u", i);
+		if (s.vlen != strlen(val) || memcmp(s.val, val, s.vlen) != 0)
+			fail_msg("%s holds '%.*s', want '%s'", key, (int)s.vlen, (const char *)s.val, val);
+		if (i != 7) {
+			assert_int_equal(s.stored_at, 10);
+			assert_int_equal(s.expiry, 10 + 100 + i);
+		}
+		snprintf(key, sizeof(key), "1/name%03u", i);
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(lookup_str(c, key, 60, &s), 0);
+		snprintf(val, sizeof(val), "2-%u", i);
+		assert_memory_equal(s.val, val, strlen(val));
+	}
+	/* the per-tag counts follow the entries */
+	cache_tag_stats(c, 2, &t2e, &t2b);
+	assert_int_equal(t2e, 200);
+	size_t t3e, t3b;
+	cache_tag_stats(c, 3, &t3e, &t3b);
+	assert_int_equal(t3e, 0);
+	assert_int_equal(t3b, 0);
+	assert_int_equal(stats_of(c).entries, 600);
+	/* all in one, then take and drop instead of putting back */
+	assert_int_equal(cache_rekey(c, swap_tags, NULL, 60, &dropped), 400);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(stats_of(c).entries, 600);
+	m = cache_rekey_take(c, swap_tags, NULL, &dropped);
+	assert_int_equal(stats_of(c).entries, 200);
+	cache_moves_free(m);
+	assert_int_equal(stats_of(c).entries, 200);
+	cache_rekey_put(c, NULL, 60); /* NULL is accepted */
+	cache_free(c);
+}
+
 static void test_flush(void **state)
 {
 	static const struct {
@@ -1324,6 +1408,7 @@ int main(void)
 		cmocka_unit_test(test_ttl_zero),
 		cmocka_unit_test(test_tags),
 		cmocka_unit_test(test_flush),
+		cmocka_unit_test(test_rekey),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_evict_expired_first),
