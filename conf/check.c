@@ -444,6 +444,36 @@ static void resolve_unmatched(struct loader *L)
 	}
 }
 
+/*
+ * partitions.list[].standby: another partition of this plan (its mapped
+ * identities), or a global unicast address (IPv4, or an IPv6 prefix) that
+ * CDNs already know; never the partition itself.
+ */
+static void check_standby(struct loader *L, const struct pcheck *pc)
+{
+	struct conf_state *st = &L->st;
+	for (size_t i = 0; i < st->nparts; i++) {
+		const struct conf_part *p = &st->parts[i];
+		if (p->standby == NULL || pc->ids[i] == 0)
+			continue;
+		conf_key_set(L, "partitions.list[%zu].standby", i);
+		struct prefix a;
+		int id = ptable_find(st->conf.partitions.table, p->standby);
+		if (id > 0) {
+			if ((unsigned)id == pc->ids[i])
+				conf_error(L, p->standby_node, true, "a partition cannot stand by for itself");
+		} else if (prefix_parse(p->standby, &a) == 0 || prefix_parse_addr(p->standby, &a) == 0) {
+			if (a.family == AF_INET && a.len != 32)
+				conf_error(L, p->standby_node, true, "an IPv4 standby is one address, not a prefix");
+			else if (mapping_check_global(&a) != 0)
+				conf_error(L, p->standby_node, true, "standby address is not global unicast");
+		} else {
+			conf_error(L, p->standby_node, true,
+			           "expected a partition of this plan or an address (IPv4, or an IPv6 prefix)");
+		}
+	}
+}
+
 /* partitions.serial: in the main file or in the include, not both (which would win?). */
 static void resolve_serial(struct loader *L)
 {
@@ -527,6 +557,7 @@ static void build_parts(struct loader *L, const struct pcheck *pc)
 			.postal = p->postal,
 			.isp = p->isp,
 			.asn = p->asn,
+			.standby = p->standby,
 		};
 		if (mapping_set(c->partitions.mapping, pc->ids[i], &e) != 0) {
 			L->oom = true;
@@ -552,6 +583,7 @@ static void check_partitions(struct loader *L)
 	if (!L->oom) {
 		resolve_unmatched(L);
 		resolve_serial(L);
+		check_standby(L, &pc);
 	}
 	if (!L->oom)
 		warn_parts(L, &pc);

@@ -245,6 +245,8 @@ static const struct sitem part_items[] = {
 	/* carried in the CSV and JSON exports: CDNs steer by city and carrier */
 	{ .name = "isp", .type = ST_TEXT, FLD(CP, isp) },
 	{ .name = "asn", .type = ST_UINT, FLD(CP, asn), .min = 1, .max = 4294967295u },
+	/* what partdnsctl partition failover switches to; checked in check.c */
+	{ .name = "standby", .type = ST_STR, .flags = SF_NODE, FLD(CP, standby), NODE(CP, standby_node) },
 	{ .name = "mapped", .type = ST_ADDR4, .flags = SF_NODE, FLD(CP, mapped),
 	  NODE(CP, mapped_node) },
 	{ .name = "mapped6", .type = ST_PREFIX6, .flags = SF_NODE, FLD(CP, mapped6),

@@ -15,6 +15,8 @@
 struct conf_part {
 	char *name;
 	char *label, *country, *region, *city, *postal, *isp; /* NULL when absent */
+	char *standby;         /* partition name or address; NULL when absent */
+	const struct ynode *standby_node;
 	unsigned asn;          /* 0 when absent */
 	struct prefix mapped;  /* family 0 when absent or bad */
 	struct prefix mapped6; /* family 0 when absent or bad */

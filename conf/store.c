@@ -40,6 +40,8 @@ struct store {
 	MDB_env *env;
 	MDB_dbi domains;
 	MDB_dbi meta;
+	MDB_dbi standby;        /* partitions failed over (partdnsctl partition failover) */
+	bool has_standby;       /* a reader of a store no writer of this version opened yet has none */
 	bool readonly;
 	unsigned stale_readers; /* reader slots of dead processes freed at open */
 	unsigned migrated_from; /* schema the open migrated from; 0 = none */
@@ -529,6 +531,14 @@ static int store_init(struct store *s, bool *map_full)
 			txn_abort(s, txn);
 			return lmdb_error(rc);
 		}
+		/* Added without a schema change: older builds never open it, and a
+		 * store without it has no partition failed over. */
+		rc = mdb_dbi_open(txn, "standby", create, &s->standby);
+		if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+			txn_abort(s, txn);
+			return lmdb_error(rc);
+		}
+		s->has_standby = rc == MDB_SUCCESS;
 	}
 	if (err == -ENOENT && !s->readonly) {
 		uint8_t v[8];
@@ -604,7 +614,7 @@ int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store
 		free(s);
 		return lmdb_error(rc);
 	}
-	rc = mdb_env_set_maxdbs(s->env, 2);
+	rc = mdb_env_set_maxdbs(s->env, 3);
 	if (rc == MDB_SUCCESS)
 		rc = mdb_env_set_maxreaders(s->env, STORE_MAX_READERS);
 	if (rc == MDB_SUCCESS)
@@ -1051,4 +1061,154 @@ const char *store_message(int err, const char *dir, char *buf, size_t size)
 	else
 		snprintf(buf, size, "store %s: %s", dir, store_strerror(err));
 	return buf;
+}
+
+/* ---- partitions failed over to their standby identity ---- */
+
+#define STANDBY_V1 1
+
+int store_standby_encode(const struct store_standby *b, uint8_t *buf, size_t size)
+{
+	size_t tl = strlen(b->to), ul = strlen(b->by);
+	if (tl >= sizeof(b->to) || ul >= sizeof(b->by) || !store_user_valid(b->by))
+		return -EINVAL;
+	size_t need = 1 + 1 + tl + 1 + ul + 8;
+	if (need > size)
+		return -ENOSPC;
+	uint8_t *p = buf;
+	*p++ = STANDBY_V1;
+	*p++ = (uint8_t)tl;
+	memcpy(p, b->to, tl);
+	p += tl;
+	*p++ = (uint8_t)ul;
+	memcpy(p, b->by, ul);
+	p += ul;
+	put_be64(p, (uint64_t)b->since);
+	return (int)need;
+}
+
+/* Printable ASCII without spaces: a partition name, an address, or nothing. */
+static bool standby_text_valid(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] <= 0x20 || s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+int store_standby_decode(const void *key, size_t keylen, const uint8_t *val, size_t len,
+                         struct store_standby *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (keylen == 0 || keylen >= sizeof(out->partition) || memchr(key, '\0', keylen) != NULL ||
+	    !standby_text_valid(key, keylen))
+		return STORE_E_CORRUPT;
+	memcpy(out->partition, key, keylen);
+	size_t o = 0;
+	if (len < 2 || val[o++] != STANDBY_V1)
+		return STORE_E_CORRUPT;
+	size_t tl = val[o++];
+	if (tl >= sizeof(out->to) || len < o + tl + 1)
+		return STORE_E_CORRUPT;
+	memcpy(out->to, val + o, tl);
+	o += tl;
+	size_t ul = val[o++];
+	if (ul >= sizeof(out->by) || len != o + ul + 8)
+		return STORE_E_CORRUPT;
+	memcpy(out->by, val + o, ul);
+	o += ul;
+	out->since = (int64_t)get_be64(val + o);
+	if (!standby_text_valid(out->to, tl) || memchr(out->by, '\0', ul) != NULL || !store_user_valid(out->by) ||
+	    out->since < 0)
+		return STORE_E_CORRUPT;
+	return 0;
+}
+
+/* Put (val != NULL) or delete partition's standby record, bumping the change counter. */
+static int standby_write(struct store *s, const char *partition, const uint8_t *val, size_t vlen)
+{
+	if (s->readonly)
+		return -EROFS;
+	if (!s->has_standby)
+		return -EROFS; /* cannot happen: a writer's open creates it */
+	for (int tries = 0;; tries++) {
+		MDB_txn *txn;
+		int err = txn_begin(s, 0, &txn);
+		if (err != 0)
+			return err;
+		MDB_val k = { strlen(partition), (void *)partition }, v = { vlen, (void *)val };
+		int rc = val != NULL ? mdb_put(txn, s->standby, &k, &v, 0) : mdb_del(txn, s->standby, &k, NULL);
+		if (rc == MDB_SUCCESS)
+			rc = version_bump(s, txn);
+		if (rc != MDB_SUCCESS)
+			txn_abort(s, txn);
+		else
+			rc = txn_commit(s, txn);
+		if (rc == MDB_SUCCESS)
+			return 0;
+		if (rc == MDB_NOTFOUND)
+			return -ENOENT;
+		if (rc != MDB_MAP_FULL || tries >= STORE_GROW_TRIES)
+			return lmdb_write_error(s->dir, rc);
+		if ((err = map_grow(s)) != 0)
+			return err;
+	}
+}
+
+int store_standby_set(struct store *s, const struct store_standby *b)
+{
+	if (s == NULL || b == NULL || b->partition[0] == '\0' ||
+	    !standby_text_valid(b->partition, strlen(b->partition)) || !standby_text_valid(b->to, strlen(b->to)))
+		return -EINVAL;
+	uint8_t buf[1 + 1 + sizeof(b->to) + 1 + sizeof(b->by) + 8];
+	int n = store_standby_encode(b, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	return standby_write(s, b->partition, buf, (size_t)n);
+}
+
+int store_standby_clear(struct store *s, const char *partition)
+{
+	if (s == NULL || partition == NULL || partition[0] == '\0' || strlen(partition) >= STORE_PARTITION_MAX)
+		return -EINVAL;
+	return standby_write(s, partition, NULL, 0);
+}
+
+int store_standby_foreach(struct store *s, int (*fn)(const struct store_standby *b, void *arg), void *arg)
+{
+	if (s == NULL || fn == NULL)
+		return -EINVAL;
+	if (!s->has_standby)
+		return 0;
+	MDB_txn *txn;
+	int err = txn_begin(s, MDB_RDONLY, &txn);
+	if (err != 0)
+		return err;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn, s->standby, &cur);
+	if (rc != MDB_SUCCESS) {
+		txn_abort(s, txn);
+		return lmdb_error(rc);
+	}
+	MDB_val k, v;
+	struct store_standby b;
+	err = 0;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		/* one bad record must not hide the others' failovers: skipped, reported */
+		if (store_standby_decode(k.mv_data, k.mv_size, v.mv_data, v.mv_size, &b) != 0) {
+			err = STORE_E_CORRUPT;
+			continue;
+		}
+		int r = fn(&b, arg);
+		if (r != 0) {
+			err = r;
+			break;
+		}
+	}
+	if (err == 0 && rc != MDB_NOTFOUND && rc != MDB_SUCCESS)
+		err = lmdb_error(rc);
+	mdb_cursor_close(cur);
+	txn_abort(s, txn);
+	return err;
 }

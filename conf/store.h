@@ -241,3 +241,38 @@ int store_replace_all(struct store *s, const struct store_domain *d, size_t n, c
  * @param records out, optional: how many records were rewritten.
  */
 unsigned store_migrated_from(const struct store *s, size_t *records);
+
+/* ---- partitions failed over (partdnsctl partition failover / failback) ---- */
+
+#define STORE_PARTITION_MAX 64
+
+/* One partition switched to its standby identity, kept until failback (a restart keeps it). */
+struct store_standby {
+	char partition[STORE_PARTITION_MAX]; /* the partition's name */
+	char to[64];                         /* what it sends: a partition name or an address; "" = its standby key */
+	char by[65];                         /* who switched it (store_user_valid) */
+	int64_t since;                       /* when (Unix seconds) */
+};
+
+/** Switch b->partition over (or change where to), committed durably; bumps store_version. @return 0, -EINVAL, -EROFS, or STORE_E_* / -errno. */
+int store_standby_set(struct store *s, const struct store_standby *b);
+
+/** Switch partition back. @return 0, -ENOENT (it was not failed over), -EROFS, or STORE_E_* / -errno. */
+int store_standby_clear(struct store *s, const char *partition);
+
+/**
+ * Call fn for each failed-over partition, in name order, from one snapshot.
+ * A record that does not decode is skipped, and the call then returns
+ * STORE_E_CORRUPT after the others. @return 0, fn's non-zero value, or STORE_E_*.
+ */
+int store_standby_foreach(struct store *s, int (*fn)(const struct store_standby *b, void *arg), void *arg);
+
+/**
+ * The record: u8 version (1), u8 length + the target, u8 length + the user,
+ * 8 bytes time (big-endian, >= 0); the key is the partition name. Strict:
+ * exact length, printable text. Exposed for tests and fuzzing.
+ * @return bytes written / 0, -EINVAL, -ENOSPC / STORE_E_CORRUPT.
+ */
+int store_standby_encode(const struct store_standby *b, uint8_t *buf, size_t size);
+int store_standby_decode(const void *key, size_t keylen, const uint8_t *val, size_t len,
+                         struct store_standby *out);

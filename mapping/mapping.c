@@ -43,6 +43,7 @@ static void entry_free_strings(struct mapping_entry *e)
 	free(e->city);
 	free(e->postal);
 	free(e->isp);
+	free(e->standby);
 }
 
 void mapping_free(struct mapping *m)
@@ -106,6 +107,7 @@ int mapping_set(struct mapping *m, unsigned id, const struct mapping_entry *e)
 	c.city = dup_opt(e->city, &ok);
 	c.postal = dup_opt(e->postal, &ok);
 	c.isp = dup_opt(e->isp, &ok);
+	c.standby = dup_opt(e->standby, &ok);
 	c.asn = e->asn;
 	if (!ok) {
 		entry_free_strings(&c);

@@ -34,6 +34,7 @@ struct mapping_entry {
 	char *postal;
 	char *isp;          /* the carrier, e.g. "China Mobile"; a CDN steers by city and carrier */
 	uint32_t asn;       /* its autonomous system; 0 = not given */
+	char *standby;      /* identity while failed over: another partition's name, or an address */
 };
 
 struct mapping;

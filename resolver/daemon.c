@@ -32,6 +32,7 @@
 #include "resolver/resolve_normal.h"
 #include "resolver/route.h"
 #include "resolver/snapshot.h"
+#include "resolver/standby.h"
 #include "resolver/stats.h"
 #include "resolver/ubctx.h"
 #include "resolver/worker.h"
@@ -78,6 +79,42 @@ static int load_domains(struct daemon *d, struct domains **out, uint64_t *versio
 	if (rc != 0)
 		log_err("cannot read EDNS domains from the store: %s", store_strerror(rc));
 	return rc;
+}
+
+struct standby_list {
+	struct store_standby *b;
+	size_t n, cap;
+};
+
+static int standby_collect(const struct store_standby *b, void *arg)
+{
+	struct standby_list *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct store_standby *nb = realloc(l->b, cap * sizeof(*nb));
+		if (nb == NULL)
+			return -ENOMEM;
+		l->b = nb;
+		l->cap = cap;
+	}
+	l->b[l->n++] = *b;
+	return 0;
+}
+
+/*
+ * The partitions failed over, for the plan in c. A store that cannot be
+ * read leaves every partition on its own identity (logged): steering by the
+ * normal plan beats not steering.
+ */
+static struct standby *load_standby(struct daemon *d, const struct conf *c)
+{
+	struct standby_list l = { .n = 0 };
+	int rc = store_standby_foreach(d->store, standby_collect, &l);
+	if (rc != 0)
+		log_err("cannot read every failed-over partition from the store: %s", store_strerror(rc));
+	struct standby *s = standby_build(c, l.b, l.n);
+	free(l.b);
+	return s;
 }
 
 /* ---- control commands ---- */
@@ -130,6 +167,7 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 		cache_tag_stats(d->cache, (unsigned)id, &entries, &bytes);
 		part[id].cache_entries = entries;
 		part[id].cache_bytes = bytes;
+		part[id].standby = standby_active((*s)->standby, (unsigned)id, NULL);
 	}
 	v->part = part;
 	return 0;
@@ -278,6 +316,15 @@ static int cmd_status(void *arg, int argc, char **argv, FILE *out, FILE *err)
 		.edns_domains = domains_count(s->domains),
 		.store_version = s->store_version,
 	};
+	char standby[2048] = "";
+	size_t o = 0;
+	for (unsigned id = 1; id <= ptable_size(s->conf->partitions.table); id++) {
+		const char *to;
+		if (standby_active(s->standby, id, &to) && o < sizeof(standby))
+			o += (size_t)snprintf(standby + o, sizeof(standby) - o, "%s%s>%s", o ? " " : "",
+			                      ptable_name(s->conf->partitions.table, id), to);
+	}
+	v.standby = standby;
 	pthread_mutex_lock(&d->reload_lock);
 	v.reloads = d->reloads;
 	v.reload_failures = d->reload_failures;
@@ -445,7 +492,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		goto fail;
 	}
 	log_info("%zu EDNS domain(s) from store %s", domains_count(dom), c->server.store);
-	if (snapshot_publish(&d->snapshots, c, dom, version) != 0)
+	if (snapshot_publish(&d->snapshots, c, dom, load_standby(d, c), version) != 0)
 		goto fail;
 	struct snapshot *first = snapshot_get(&d->snapshots);
 	d->boot = snapshot_conf_hold(first);
@@ -567,6 +614,8 @@ void daemon_free(struct daemon *d)
 
 struct plan_change {
 	const struct conf *old, *neu;
+	const struct standby *old_standby;
+	struct standby *neu_standby;
 };
 
 /*
@@ -585,7 +634,8 @@ static int rekey_partitions(const uint8_t *key, size_t klen, uint8_t *out, void 
 		return 0;
 	const char *name = ptable_name(pc->old->partitions.table, id);
 	int nid = name != NULL ? ptable_find(pc->neu->partitions.table, name) : -1;
-	if (nid <= 0 || !route_partition_equiv(pc->old, id, pc->neu, (unsigned)nid))
+	if (nid <= 0 || !route_partition_equiv(pc->old, id, pc->neu, (unsigned)nid) ||
+	    !standby_same(pc->old_standby, id, pc->neu_standby, (unsigned)nid))
 		return -1;
 	if ((unsigned)nid == id)
 		return 0;
@@ -760,11 +810,12 @@ int daemon_reload(struct daemon *d, FILE *err)
 	 * of the old plan finishing later check their partition's meaning
 	 * before they store (inflight.c).
 	 */
-	struct plan_change pc = { .old = cur->conf, .neu = neu };
+	struct plan_change pc = { .old = cur->conf, .neu = neu, .old_standby = cur->standby,
+	                          .neu_standby = load_standby(d, neu) };
 	size_t flushed = 0, moved = 0;
 	inflight_plan_switch(d->inflight, true);
 	struct cache_moves *moves = cache_rekey_take(d->cache, rekey_partitions, &pc, &flushed);
-	rc = snapshot_publish(&d->snapshots, c, dom, version);
+	rc = snapshot_publish(&d->snapshots, c, dom, pc.neu_standby, version);
 	if (rc == 0)
 		moved = cache_rekey_put(d->cache, moves, clock_sec());
 	else
@@ -786,7 +837,21 @@ int daemon_reload(struct daemon *d, FILE *err)
 	return rc;
 }
 
-/* A store change (partdnsctl domain add/del): swap in the new domain set. */
+struct standby_change {
+	const struct standby *old, *neu;
+};
+
+/* Entries of a partition that changed between its own identity and a standby one. */
+static bool standby_switched(const uint8_t *key, size_t klen, void *arg)
+{
+	const struct standby_change *sc = arg;
+	if (klen < ROUTE_KEY_HDR)
+		return false;
+	unsigned id = route_key_partition(key);
+	return id != PARTITION_COMMON && !standby_same(sc->old, id, sc->neu, id);
+}
+
+/* A store change (partdnsctl domain add/del, partition failover/failback): swap in the new sets. */
 static void poll_store(struct daemon *d)
 {
 	uint64_t v;
@@ -802,8 +867,24 @@ static void poll_store(struct daemon *d)
 	uint64_t version;
 	if (load_domains(d, &dom, &version) == 0) {
 		size_t n = domains_count(dom);
-		if (snapshot_publish(&d->snapshots, NULL, dom, version) == 0)
-			log_info("store changed (version %llu): %zu EDNS domain(s)", (unsigned long long)version, n);
+		cur = snapshot_get(&d->snapshots);
+		struct standby *sb = load_standby(d, cur->conf);
+		/* A partition switched to or from its standby: its flagged answers
+		 * were fetched with the other identity. They go before the switch,
+		 * and no partition answer is stored during it (as for a reload);
+		 * jobs of the old identity finishing later see that it changed
+		 * (inflight.c) and store nothing. */
+		struct standby_change sc = { .old = cur->standby, .neu = sb };
+		inflight_plan_switch(d->inflight, true);
+		size_t flushed = cache_flush(d->cache, standby_switched, &sc);
+		size_t nsb = standby_count(sb);
+		int rc = snapshot_publish(&d->snapshots, NULL, dom, sb, version);
+		inflight_plan_switch(d->inflight, false);
+		snapshot_release(cur);
+		if (rc == 0)
+			log_info("store changed (version %llu): %zu EDNS domain(s), %zu partition(s) on standby; %zu "
+			         "cache entries of switched partitions dropped",
+			         (unsigned long long)version, n, nsb, flushed);
 	}
 	pthread_mutex_unlock(&d->reload_lock);
 }

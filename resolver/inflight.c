@@ -11,6 +11,7 @@
 
 #include "partition/partition.h"
 #include "resolver/clock.h"
+#include "resolver/standby.h"
 #include "util/hash.h"
 
 #define INFLIGHT_SHARDS 64
@@ -370,7 +371,8 @@ static bool still_valid(const struct job *job)
 	if (atomic_load_explicit(&job->table->plan_switch, memory_order_acquire))
 		return false; /* its id may mean another city in a moment: the reload moves the cache */
 	struct snapshot *cur = snapshot_get(job->table->slot);
-	bool same = cur == job->snap || route_partition_same(job->snap->conf, cur->conf, job->partition);
+	bool same = cur == job->snap || (route_partition_same(job->snap->conf, cur->conf, job->partition) &&
+	                                 standby_same(job->snap->standby, job->partition, cur->standby, job->partition));
 	snapshot_release(cur);
 	return same;
 }

@@ -128,7 +128,7 @@ int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const
 	if (rt.rule != NULL) {
 		struct ecs id;
 		char a[64] = "?";
-		if (route_identity(&rt, c, &id) == 0) {
+		if (route_identity(&rt, c, snap->standby, &id) == 0) {
 			char ip[INET6_ADDRSTRLEN] = "?";
 			inet_ntop(id.family == ECS_FAMILY_IPV4 ? AF_INET : AF_INET6, id.addr, ip, sizeof(ip));
 			snprintf(a, sizeof(a), "%s/%u", ip, (unsigned)id.source);

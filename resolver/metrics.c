@@ -249,6 +249,9 @@ static void write_partitions(FILE *out, const struct stats_view *v)
 		  offsetof(struct stats_partition, cache_entries) },
 		{ "partdns_partition_cache_bytes", "gauge", "Bytes of those entries, as partdns_cache_bytes counts them.",
 		  offsetof(struct stats_partition, cache_bytes) },
+		{ "partdns_partition_standby", "gauge",
+		  "1 while the partition is failed over to its standby identity (partdnsctl partition failover).",
+		  offsetof(struct stats_partition, standby) },
 	};
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++)
 		per_partition(out, v, fam[f].name, fam[f].type, fam[f].help, fam[f].field);

@@ -171,7 +171,7 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 	if (rt->rule == NULL)
 		return;
 	job->edns = true;
-	(void)route_identity(rt, c, &job->ecs); /* it exists: routing checked (mapping_has_ecs) */
+	(void)route_identity(rt, c, x->snap->standby, &job->ecs); /* it exists: routing checked (mapping_has_ecs) */
 	job_rule_set(&job->rule, rt->rule, c);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Routing of a query (cache key, EDNS rule, identity) and the cache value format. */
 #include "resolver/route.h"
+#include "resolver/standby.h"
 
 #include <errno.h>
 #include <string.h>
@@ -57,8 +58,10 @@ void route_decide(struct route *rt, const struct conf *c, const struct domains *
 	route_key_set(rt, q, rt->rule ? rt->part : PARTITION_COMMON);
 }
 
-int route_identity(const struct route *rt, const struct conf *c, struct ecs *out)
+int route_identity(const struct route *rt, const struct conf *c, const struct standby *sb, struct ecs *out)
 {
+	if (standby_ecs(sb, rt->part, rt->family, out)) /* failed over: the standby's identity */
+		return 0;
 	return mapping_ecs(c->partitions.mapping, rt->part, rt->family, out);
 }
 

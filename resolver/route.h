@@ -51,14 +51,17 @@ void route_key_set(struct route *rt, const struct wire_query *q, unsigned key_pa
 void route_decide(struct route *rt, const struct conf *c, const struct domains *d, const struct wire_query *q,
                   int family);
 
+struct standby;
+
 /**
- * The ECS identity rt's resolution sends upstream: mapping_ecs() of
+ * The ECS identity rt's resolution sends upstream: the standby identity
+ * while rt->part is failed over (sb, may be NULL), else mapping_ecs() of
  * rt->part for a client of rt->family (the mapped /32, or mapped6).
  * Built when a job is made, not for every query routed.
  * @return 0, or -ENOENT / -EINVAL as mapping_ecs (never for a route
  *         route_decide gave a rule: it checked mapping_has_ecs).
  */
-int route_identity(const struct route *rt, const struct conf *c, struct ecs *out);
+int route_identity(const struct route *rt, const struct conf *c, const struct standby *sb, struct ecs *out);
 
 /*
  * Cache values are [flags][...]:

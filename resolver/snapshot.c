@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "partition/pset.h"
+#include "resolver/standby.h"
 
 struct snapshot_conf {
 	atomic_int refs;
@@ -80,6 +81,7 @@ void snapshot_release(struct snapshot *s)
 	if (s && atomic_fetch_sub(&s->refs, 1) == 1) {
 		shared_release(s->shared);
 		domains_free(s->domains);
+		standby_free(s->standby);
 		free(s);
 	}
 }
@@ -108,7 +110,8 @@ struct snapshot *snapshot_get(struct snapshot_slot *slot)
 	return s;
 }
 
-int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains, uint64_t version)
+int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains,
+                     struct standby *standby, uint64_t version)
 {
 	struct snapshot *s = calloc(1, sizeof(*s));
 	struct snapshot_conf *sc = conf ? calloc(1, sizeof(*sc)) : NULL;
@@ -119,6 +122,7 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 		pset_free(acl);
 		conf_free(conf);
 		domains_free(domains);
+		standby_free(standby);
 		return -ENOMEM;
 	}
 	if (sc) {
@@ -128,6 +132,7 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	}
 	atomic_init(&s->refs, 1);
 	s->domains = domains;
+	s->standby = standby;
 	s->store_version = version;
 	pthread_mutex_lock(&slot->lock);
 	struct snapshot *old = slot->cur;

@@ -27,6 +27,7 @@ struct snapshot {
 	const struct conf *conf;      /* shared->conf */
 	const struct pset *acl;       /* shared: conf's address lists in one LPM (SNAPSHOT_ACL_*) */
 	struct domains *domains;
+	struct standby *standby;      /* partitions failed over (resolver/standby.h); NULL = none */
 	uint64_t store_version;       /* the store version domains was read at */
 };
 
@@ -46,9 +47,12 @@ void snapshot_slot_deinit(struct snapshot_slot *slot);
  * @param conf     the new config (owned from now on, also on failure), or
  *                 NULL to keep the current snapshot's config
  * @param domains  the new EDNS-domain set (owned, also on failure)
+ * @param standby  the partitions failed over, built for the config the
+ *                 snapshot will have (owned, also on failure); NULL = none
  * @return 0 or -ENOMEM (the current snapshot stays).
  */
-int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains, uint64_t version);
+int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains,
+                     struct standby *standby, uint64_t version);
 
 /** A reference to the current snapshot; release it with snapshot_release. */
 struct snapshot *snapshot_get(struct snapshot_slot *slot);

@@ -2,6 +2,8 @@
 /* The stats report. */
 #include "resolver/stats.h"
 
+#include <string.h>
+
 static const char *const counter_names[] = {
 #define COUNTER_NAME(n) #n,
 	COUNTER_LIST(COUNTER_NAME)
@@ -166,6 +168,7 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 		        serial, digest, v->partitions, v->edns_domains, ull(v->store_version));
 		fprintf(out, "reloads %llu\nreload_failures %llu\nlast_reload %s\nlast_reload_result %s\n",
 		        ull(v->reloads), ull(v->reload_failures), last, result);
+		fprintf(out, "standby %s\n", v->standby && v->standby[0] ? v->standby : "-");
 		return;
 	}
 	fputs("{\n  \"version\": ", out);
@@ -184,7 +187,22 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 	fprintf(out, "  \"store_version\": %llu,\n  \"reloads\": %llu,\n  \"reload_failures\": %llu,\n",
 	        ull(v->store_version), ull(v->reloads), ull(v->reload_failures));
 	if (v->last_reload != 0)
-		fprintf(out, "  \"last_reload\": \"%s\",\n  \"last_reload_result\": \"%s\"\n}\n", last, result);
+		fprintf(out, "  \"last_reload\": \"%s\",\n  \"last_reload_result\": \"%s\",\n", last, result);
 	else
-		fputs("  \"last_reload\": null,\n  \"last_reload_result\": null\n}\n", out);
+		fputs("  \"last_reload\": null,\n  \"last_reload_result\": null,\n", out);
+	/* {"partition": "target", ...} of the partitions failed over */
+	fputs("  \"standby\": {", out);
+	const char *p = v->standby ? v->standby : "";
+	for (bool first = true; *p != '\0'; first = false) {
+		const char *end = strchr(p, ' ');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *gt = memchr(p, '>', len);
+		if (gt != NULL)
+			fprintf(out, "%s\"%.*s\": \"%.*s\"", first ? "" : ", ", (int)(gt - p), p, (int)(len - (size_t)(gt - p) - 1),
+			        gt + 1);
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+	fputs("}\n}\n", out);
 }

@@ -16,6 +16,7 @@ struct stats_partition {
 	uint64_t queries, hits, edns, udp, tcp, misses;
 	uint64_t rcode[PRC_N];
 	uint64_t cache_entries, cache_bytes; /* the partition's share of the cache (its own keys: common holds the rest) */
+	uint64_t standby;                    /* 1 while failed over to its standby identity */
 };
 
 /* A histogram summed over threads: per-bucket counts (HIST_NB + 1, the last over every bound) and the sum. */
@@ -61,6 +62,7 @@ struct status_view {
 	uint64_t reloads, reload_failures;
 	time_t last_reload;          /* 0 = none yet */
 	bool last_reload_ok;
+	const char *standby;         /* "name>target name>target" of the partitions failed over; "" = none */
 };
 
 /** Write status: "name value" lines, or one JSON object. */

@@ -354,6 +354,69 @@ static void test_del(void **state)
 	store_close(s);
 }
 
+struct standby_seen {
+	struct store_standby b[8];
+	size_t n;
+};
+
+static int standby_collect(const struct store_standby *b, void *arg)
+{
+	struct standby_seen *s = arg;
+	assert_true(s->n < 8);
+	s->b[s->n++] = *b;
+	return 0;
+}
+
+/* Failovers: set, changed, listed in name order, cleared, counted as changes, kept across opens. */
+static void test_standby(void **state)
+{
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct store_standby b = { .partition = "suzhou", .to = "nanjing", .by = "root", .since = 1764806400 };
+	assert_int_equal(store_standby_set(s, &b), 0);
+	assert_int_equal(version(s), 1);
+	struct store_standby a = { .partition = "nanjing", .to = "", .by = "alice", .since = 7 };
+	assert_int_equal(store_standby_set(s, &a), 0);
+	snprintf(b.to, sizeof(b.to), "198.51.100.99"); /* where to, changed in place */
+	assert_int_equal(store_standby_set(s, &b), 0);
+	assert_int_equal(version(s), 3);
+	struct store_standby bad = { .partition = "has space", .to = "x", .by = "root" };
+	assert_int_equal(store_standby_set(s, &bad), -EINVAL);
+	store_close(s);
+
+	assert_int_equal(store_open(dir, true, &s), 0); /* a reader sees what writers committed */
+	struct standby_seen seen = { .n = 0 };
+	assert_int_equal(store_standby_foreach(s, standby_collect, &seen), 0);
+	assert_int_equal(seen.n, 2);
+	assert_string_equal(seen.b[0].partition, "nanjing");
+	assert_string_equal(seen.b[0].to, "");
+	assert_string_equal(seen.b[0].by, "alice");
+	assert_int_equal(seen.b[0].since, 7);
+	assert_string_equal(seen.b[1].partition, "suzhou");
+	assert_string_equal(seen.b[1].to, "198.51.100.99");
+	assert_int_equal(store_standby_clear(s, "nanjing"), -EROFS);
+	store_close(s);
+
+	s = open_rw(dir);
+	assert_int_equal(store_standby_clear(s, "nanjing"), 0);
+	assert_int_equal(store_standby_clear(s, "nanjing"), -ENOENT);
+	assert_int_equal(version(s), 4);
+	seen.n = 0;
+	assert_int_equal(store_standby_foreach(s, standby_collect, &seen), 0);
+	assert_int_equal(seen.n, 1);
+	/* the record's bytes: strict both ways */
+	uint8_t buf[256];
+	int n = store_standby_encode(&seen.b[0], buf, sizeof(buf));
+	assert_true(n > 0);
+	struct store_standby back;
+	assert_int_equal(store_standby_decode("suzhou", 6, buf, (size_t)n, &back), 0);
+	assert_string_equal(back.to, "198.51.100.99");
+	assert_int_equal(store_standby_decode("suzhou", 6, buf, (size_t)n - 1, &back), STORE_E_CORRUPT);
+	buf[0] = 2;
+	assert_int_equal(store_standby_decode("suzhou", 6, buf, (size_t)n, &back), STORE_E_CORRUPT);
+	store_close(s);
+}
+
 struct collect {
 	char names[16][256];
 	size_t n;
@@ -1383,6 +1446,7 @@ int main(void)
 		cmocka_unit_test(test_put_invalid),
 		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_del),
+		cmocka_unit_test(test_standby),
 		cmocka_unit_test(test_foreach),
 		cmocka_unit_test(test_put_many),
 		cmocka_unit_test(test_record_decode),

@@ -83,7 +83,7 @@ static struct snapshot *publish(struct snapshot_slot *slot, const char *yaml)
 	unsigned nerr = 0;
 	if (conf_load_string(yaml, strlen(yaml), "test.yaml", stderr, &c, &nerr) != 0)
 		fail_msg("config refused:\n%s", yaml);
-	assert_int_equal(snapshot_publish(slot, c, domains_empty(), 1), 0);
+	assert_int_equal(snapshot_publish(slot, c, domains_empty(), NULL, 1), 0);
 	return snapshot_get(slot);
 }
 

@@ -66,7 +66,7 @@ static struct env *env_new(const char *yaml)
 	assert_int_equal(conf_load_string(yaml, strlen(yaml), "test.yaml", stderr, &c, &nerr), 0);
 	/* the snapshot takes the domain set; the fixture keeps only its store */
 	snapshot_slot_init(&e->slot);
-	assert_int_equal(snapshot_publish(&e->slot, c, e->fs->domains, 1), 0);
+	assert_int_equal(snapshot_publish(&e->slot, c, e->fs->domains, NULL, 1), 0);
 	e->fs->domains = NULL;
 	e->cache = cache_new(1 << 20, 0);
 	e->inflight = inflight_new(e->cache, &e->slot);
@@ -422,7 +422,7 @@ static void test_reload_renumbers_partitions(void **state)
 	assert_int_equal(conf_load_string(swapped, strlen(swapped), "swapped.yaml", stderr, &c, &nerr), 0);
 	struct domains *d = NULL;
 	assert_int_equal(domains_load(e->fs->store, &d, NULL), 0);
-	assert_int_equal(snapshot_publish(&e->slot, c, d, 2), 0);
+	assert_int_equal(snapshot_publish(&e->slot, c, d, NULL, 2), 0);
 	snapshot_release(e->x.snap);
 	e->x.snap = snapshot_get(&e->slot);
 	/* nanjing's answer arrives: its client gets it, the cache must not keep it under id 1 */

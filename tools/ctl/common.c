@@ -23,6 +23,10 @@ static const char usage_text[] =
 	"  domain export               in the import format with who/when, to stdout\n"
 	"  partition lookup ADDR       partition, mapped address(es), ECS sent\n"
 	"  partition list\n"
+	"  partition failover NAME [--to PARTITION|ADDRESS]\n"
+	"                              NAME's flagged queries carry its standby identity\n"
+	"                              (the config's standby key, or --to) until failback\n"
+	"  partition failback NAME     back to its own mapped address\n"
 	"  mapping export [--format csv|json|geofeed]\n"
 	"  status [--json]             the running daemon: version, config, plan serial, reloads\n"
 	"  stats [--json]              from the running daemon\n"
@@ -178,6 +182,50 @@ int ctl_store_as_owner(const char *dir)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Open the store; a message (prefixed with what) on failure. The directory is
+ * made only with create (--create): a mistyped -s or server.store must not
+ * become a new, empty store.
+ * @param missing optional, for readonly: set when the directory exists but
+ *        holds no store yet, which is then no error.
+ * @return CTL_OK or CTL_ERROR.
+ */
+int ctl_store_open(struct ctl *c, const char *what, bool readonly, bool create, struct store **s,
+                   bool *missing)
+{
+	const char *dir = ctl_store_dir(c);
+	char msg[1024];
+	if (missing != NULL)
+		*missing = false;
+	if (ctl_store_as_owner(dir) != 0)
+		return CTL_ERROR;
+	int err = store_prepare_dir(dir, create && !readonly);
+	if (err == 0)
+		err = store_open(dir, readonly, s);
+	if (err == 0) {
+		unsigned stale = store_stale_readers(*s);
+		if (stale > 0)
+			fprintf(stderr,
+			        "partdnsctl: note: store %s: freed %u reader slot%s left by killed "
+			        "processes\n",
+			        dir, stale, stale == 1 ? "" : "s");
+		size_t nrec = 0;
+		unsigned from = store_migrated_from(*s, &nrec);
+		if (from != 0)
+			fprintf(stderr,
+			        "partdnsctl: note: store %s: migrated from schema version %u to %d (%zu "
+			        "record%s rewritten); an older partdns cannot open it any more\n",
+			        dir, from, STORE_SCHEMA, nrec, nrec == 1 ? "" : "s");
+		return CTL_OK;
+	}
+	if (readonly && err == -ENOENT && missing != NULL && store_prepare_dir(dir, false) == 0) {
+		*missing = true;
+		return CTL_OK;
+	}
+	ctl_error("%s: %s", what, store_message(err, dir, msg, sizeof(msg)));
+	return CTL_ERROR;
 }
 
 void ctl_show_text(const char *s, size_t len, char *buf, size_t size)

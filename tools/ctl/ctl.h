@@ -53,6 +53,16 @@ const char *ctl_store_dir(const struct ctl *c);
  */
 int ctl_store_as_owner(const char *dir);
 
+/**
+ * Open the store of the config (or -s); a message (prefixed with what) on
+ * failure. The directory is made only with create (--create): a mistyped -s
+ * or server.store must not become a new, empty store.
+ * @param missing optional, for readonly: set when the directory exists but
+ *        holds no store yet, which is then no error.
+ * @return CTL_OK or CTL_ERROR.
+ */
+int ctl_store_open(struct ctl *c, const char *what, bool readonly, bool create, struct store **s, bool *missing);
+
 /** "partdnsctl: " + message + newline on stderr. */
 void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

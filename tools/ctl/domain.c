@@ -326,50 +326,6 @@ static struct ctl_defaults defaults_of(const struct conf *conf)
 	return (struct ctl_defaults){ .policy = conf->edns.policy, .nforward = conf->edns.nforward };
 }
 
-/*
- * Open the store; a message (prefixed with what) on failure. The directory is
- * made only with create (--create): a mistyped -s or server.store must not
- * become a new, empty store.
- * @param missing optional, for readonly: set when the directory exists but
- *        holds no store yet, which is then no error.
- * @return CTL_OK or CTL_ERROR.
- */
-static int open_store(struct ctl *c, const char *what, bool readonly, bool create,
-                      struct store **s, bool *missing)
-{
-	const char *dir = ctl_store_dir(c);
-	char msg[1024];
-	if (missing != NULL)
-		*missing = false;
-	if (ctl_store_as_owner(dir) != 0)
-		return CTL_ERROR;
-	int err = store_prepare_dir(dir, create && !readonly);
-	if (err == 0)
-		err = store_open(dir, readonly, s);
-	if (err == 0) {
-		unsigned stale = store_stale_readers(*s);
-		if (stale > 0)
-			fprintf(stderr,
-			        "partdnsctl: note: store %s: freed %u reader slot%s left by killed "
-			        "processes\n",
-			        dir, stale, stale == 1 ? "" : "s");
-		size_t nrec = 0;
-		unsigned from = store_migrated_from(*s, &nrec);
-		if (from != 0)
-			fprintf(stderr,
-			        "partdnsctl: note: store %s: migrated from schema version %u to %d (%zu "
-			        "record%s rewritten); an older partdns cannot open it any more\n",
-			        dir, from, STORE_SCHEMA, nrec, nrec == 1 ? "" : "s");
-		return CTL_OK;
-	}
-	if (readonly && err == -ENOENT && missing != NULL && store_prepare_dir(dir, false) == 0) {
-		*missing = true;
-		return CTL_OK;
-	}
-	ctl_error("%s: %s", what, store_message(err, dir, msg, sizeof(msg)));
-	return CTL_ERROR;
-}
-
 /* domain add */
 
 struct add_opts {
@@ -448,7 +404,7 @@ static int domain_add(struct ctl *c, int argc, char **argv)
 		return CTL_ERROR;
 	}
 	struct store *s;
-	if ((rc = open_store(c, "domain add", false, o.create, &s, NULL)) != CTL_OK)
+	if ((rc = ctl_store_open(c, "domain add", false, o.create, &s, NULL)) != CTL_OK)
 		return rc;
 	/* the entry it replaces, to say when its match changes (add without --subtree over a subtree entry) */
 	struct store_domain old;
@@ -501,7 +457,7 @@ static int domain_del(struct ctl *c, int argc, char **argv)
 		return CTL_ERROR;
 	}
 	/* Readonly first: deleting from a directory without a store must not make one. */
-	if ((rc = open_store(c, "domain del", true, false, &s, &missing)) != CTL_OK)
+	if ((rc = ctl_store_open(c, "domain del", true, false, &s, &missing)) != CTL_OK)
 		return rc;
 	if (missing) {
 		ctl_error("domain del: domain '%s' is not in the store (%s holds no store yet)", name,
@@ -509,7 +465,7 @@ static int domain_del(struct ctl *c, int argc, char **argv)
 		return CTL_ERROR;
 	}
 	store_close(s);
-	if ((rc = open_store(c, "domain del", false, false, &s, NULL)) != CTL_OK)
+	if ((rc = ctl_store_open(c, "domain del", false, false, &s, NULL)) != CTL_OK)
 		return rc;
 	int e = store_del(s, name);
 	store_close(s);
@@ -669,7 +625,7 @@ static int domain_list(struct ctl *c, int argc, char **argv, bool export)
 	char what[32];
 	snprintf(what, sizeof(what), "domain %s", argv[0]);
 	/* Never created here; a missing directory is an error (a mistyped path?). */
-	if ((rc = open_store(c, what, true, false, &s, &missing)) != CTL_OK)
+	if ((rc = ctl_store_open(c, what, true, false, &s, &missing)) != CTL_OK)
 		return rc;
 	/* columns at least as wide as their headings */
 	struct list_state st = { .out = stdout, .width = 4, .fwidth = 7, .awidth = 8 };
@@ -873,7 +829,7 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 	int e = 0;
 	if (n > 0) {
 		struct store *s;
-		if ((rc = open_store(c, "domain import", false, o.create, &s, NULL)) != CTL_OK) {
+		if ((rc = ctl_store_open(c, "domain import", false, o.create, &s, NULL)) != CTL_OK) {
 			free(batch);
 			return rc;
 		}

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "mapping/ecs.h"
 #include "mapping/export.h"
@@ -171,15 +172,130 @@ static int partition_list(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
+/* partition failover NAME [--to X] / failback NAME: the store keeps it; the daemon follows within a second */
+
+enum { OPT_TO = 300 };
+
+static int to_opt(int opt, const char *arg, void *ctx)
+{
+	if (opt != OPT_TO)
+		return CTL_USAGE;
+	if (*arg == '\0')
+		return ctl_usage_error("partition failover: --to needs a partition name or an address");
+	*(const char **)ctx = arg;
+	return 0;
+}
+
+/* Is to something a partition of conf other than id can stand by as: another partition, or an address? */
+static bool standby_target_ok(const struct conf *conf, unsigned id, const char *to)
+{
+	int tid = ptable_find(conf->partitions.table, to);
+	if (tid > 0)
+		return (unsigned)tid != id && mapping_has_ecs(conf->partitions.mapping, (unsigned)tid);
+	struct prefix p;
+	if (prefix_parse(to, &p) != 0 && prefix_parse_addr(to, &p) != 0)
+		return false;
+	return (p.family == AF_INET6 || p.len == 32) && mapping_check_global(&p) == 0;
+}
+
+static int partition_failover(struct ctl *c, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "to", required_argument, NULL, OPT_TO },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *to = NULL;
+	int first;
+	int rc = ctl_getopt(c, argc, argv, "", longs, to_opt, &to, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 1)
+		return ctl_usage_error("partition failover: expected one partition name");
+	const char *name = argv[first];
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	int id = ptable_find(c->conf->partitions.table, name);
+	if (id <= 0) {
+		ctl_error("partition failover: no partition '%s' in %s", name, c->conf_path);
+		return CTL_ERROR;
+	}
+	const struct mapping_entry *e = mapping_get(c->conf->partitions.mapping, (unsigned)id);
+	const char *target = to != NULL ? to : e != NULL ? e->standby : NULL;
+	if (target == NULL) {
+		ctl_error("partition failover: '%s' has no standby (set partitions.list[].standby in the config, or "
+		          "give --to PARTITION|ADDRESS)", name);
+		return CTL_ERROR;
+	}
+	if (!standby_target_ok(c->conf, (unsigned)id, target)) {
+		ctl_error("partition failover: '%s' cannot stand by for '%s': give another partition with a mapped "
+		          "address, or a global unicast address CDNs know", target, name);
+		return CTL_ERROR;
+	}
+	struct store_standby b = { .since = (int64_t)time(NULL) };
+	if (strlen(name) >= sizeof(b.partition) || strlen(to ? to : "") >= sizeof(b.to)) {
+		ctl_error("partition failover: name or --to too long");
+		return CTL_ERROR;
+	}
+	snprintf(b.partition, sizeof(b.partition), "%s", name);
+	snprintf(b.to, sizeof(b.to), "%s", to ? to : ""); /* "" = the standby key, whatever it says then */
+	snprintf(b.by, sizeof(b.by), "%s", c->user);
+	struct store *s;
+	if ((rc = ctl_store_open(c, "partition failover", false, false, &s, NULL)) != CTL_OK)
+		return rc;
+	int err = store_standby_set(s, &b);
+	store_close(s);
+	if (err != 0) {
+		char msg[1024];
+		ctl_error("partition failover: %s", store_message(err, ctl_store_dir(c), msg, sizeof(msg)));
+		return CTL_ERROR;
+	}
+	printf("%s: on standby (%s) until partition failback %s; the daemon switches within a second and drops "
+	       "the city's cached flagged answers\n", name, target, name);
+	return CTL_OK;
+}
+
+static int partition_failback(struct ctl *c, int argc, char **argv)
+{
+	int first;
+	int rc = ctl_getopt(c, argc, argv, "", NULL, NULL, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 1)
+		return ctl_usage_error("partition failback: expected one partition name");
+	const char *name = argv[first];
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	struct store *s;
+	if ((rc = ctl_store_open(c, "partition failback", false, false, &s, NULL)) != CTL_OK)
+		return rc;
+	int err = store_standby_clear(s, name);
+	store_close(s);
+	if (err == -ENOENT) {
+		ctl_error("partition failback: '%s' is not failed over", name);
+		return CTL_ERROR;
+	}
+	if (err != 0) {
+		char msg[1024];
+		ctl_error("partition failback: %s", store_message(err, ctl_store_dir(c), msg, sizeof(msg)));
+		return CTL_ERROR;
+	}
+	printf("%s: back on its own identity; the daemon switches within a second\n", name);
+	return CTL_OK;
+}
+
 int ctl_partition(struct ctl *c, int argc, char **argv)
 {
 	if (argc < 2)
-		return ctl_usage_error("partition: expected lookup or list");
+		return ctl_usage_error("partition: expected lookup, list, failover or failback");
 	const char *verb = argv[1];
 	if (strcmp(verb, "lookup") == 0)
 		return partition_lookup(c, argc - 1, argv + 1);
 	if (strcmp(verb, "list") == 0)
 		return partition_list(c, argc - 1, argv + 1);
+	if (strcmp(verb, "failover") == 0)
+		return partition_failover(c, argc - 1, argv + 1);
+	if (strcmp(verb, "failback") == 0)
+		return partition_failback(c, argc - 1, argv + 1);
 	return ctl_usage_error("partition: unknown subcommand '%s'", verb);
 }
 
