@@ -47,6 +47,7 @@ int classify_client(const struct conf *c, const struct wire_query *q, struct cla
 	} else {
 		cl->part = ptable_lookup(t, cl->family, cl->addr, NULL);
 	}
+	cl->unmatched = cl->part == PARTITION_COMMON;
 	if (cl->part == PARTITION_COMMON) {
 		if (c->partitions.unmatched == CONF_UNMATCHED_REFUSE)
 			return -EACCES;

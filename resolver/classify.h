@@ -17,6 +17,7 @@ struct classify {
 	const uint8_t *addr;   /* 4 or 16 bytes, inside the sockaddr given */
 	uint32_t lists;        /* the address lists holding it: SNAPSHOT_ACL_* (classify_lists) */
 	unsigned part;         /* partition, PARTITION_COMMON for none */
+	bool unmatched;        /* in no partition of the plan (whatever partitions.unmatched makes of it) */
 	bool echo;             /* the partition came from a trusted frontend's ECS */
 	struct ecs echo_ecs;   /* that ECS (scope still to be set by routing) */
 };

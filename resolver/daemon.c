@@ -2,12 +2,14 @@
 /* The daemon: builds and runs every part, takes signals, reloads, watches the store, serves control commands. */
 #include "resolver/daemon.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pwd.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
@@ -34,6 +36,8 @@
 #include "resolver/snapshot.h"
 #include "resolver/standby.h"
 #include "resolver/stats.h"
+#include "resolver/steering.h"
+#include "resolver/topk.h"
 #include "resolver/ubctx.h"
 #include "resolver/worker.h"
 
@@ -119,6 +123,21 @@ static struct standby *load_standby(struct daemon *d, const struct conf *c)
 
 /* ---- control commands ---- */
 
+struct steer_sum {
+	const struct ptable *t;
+	struct stats_partition *part;
+};
+
+static void steer_add(const char *partition, uint64_t answers, uint64_t echoed, void *arg)
+{
+	struct steer_sum *s = arg;
+	int id = ptable_find(s->t, partition);
+	if (id > 0) {
+		s->part[id].steer_answers += answers;
+		s->part[id].steer_echoed += echoed;
+	}
+}
+
 /*
  * Everything a report shows, read from the threads' own counters (summed
  * here: each thread writes only its own). *s is the snapshot the partition
@@ -169,6 +188,8 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 		part[id].cache_bytes = bytes;
 		part[id].standby = standby_active((*s)->standby, (unsigned)id, NULL);
 	}
+	struct steer_sum ss = { .t = v->partitions, .part = part };
+	steering_each(resolve_edns_steering(d->edns), steer_add, &ss);
 	v->part = part;
 	return 0;
 }
@@ -295,6 +316,119 @@ static int cmd_cache(void *arg, int argc, char **argv, FILE *out, FILE *err)
 	}
 	size_t k = cache_flush(d->cache, (name || partition) ? flush_match : NULL, &f);
 	fprintf(out, "%zu entries flushed\n", k);
+	return 0;
+}
+
+/* Does rule (a flagged name, text with the final dot) lie in zone (text, with or without it)? */
+static bool rule_in_zone(const char *rule, const char *zone)
+{
+	size_t zl = strlen(zone), rl = strlen(rule);
+	if (zl > 0 && zone[zl - 1] == '.')
+		zl--;
+	if (zl == 0)
+		return true;
+	if (rl < zl + 1 || rule[rl - 1] != '.')
+		return false;
+	const char *tail = rule + rl - 1 - zl;
+	return strncasecmp(tail, zone, zl) == 0 && (tail == rule || tail[-1] == '.');
+}
+
+/* "steering [zone=Z] [json]": per partition x flagged rule, what the final answers said */
+static int cmd_steering(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	struct daemon *d = arg;
+	const char *zone = control_arg(argc - 1, argv + 1, "zone");
+	bool json = false;
+	for (int i = 1; i < argc; i++)
+		json |= strcmp(argv[i], "json") == 0;
+	struct steering *st = resolve_edns_steering(d->edns);
+	struct steering_row *rows = malloc(STEERING_ROWS * sizeof(*rows));
+	if (rows == NULL) {
+		fprintf(err, "out of memory\n");
+		return -ENOMEM;
+	}
+	size_t n = steering_read(st, rows, STEERING_ROWS);
+	fputs(json ? "{\n  \"steering\": [" : "", out);
+	size_t shown = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct steering_row *r = &rows[i];
+		if (zone != NULL && !rule_in_zone(r->rule, zone))
+			continue;
+		char addrs[STEERING_ADDRS * 48] = "";
+		size_t o = 0;
+		for (unsigned k = 0; k < r->naddr && o < sizeof(addrs); k++) {
+			char ip[INET6_ADDRSTRLEN];
+			inet_ntop(r->addr[k].family, r->addr[k].addr, ip, sizeof(ip));
+			o += (size_t)snprintf(addrs + o, sizeof(addrs) - o, json ? "%s\"%s\"" : "%s%s", k ? "," : "", ip);
+		}
+		/* an authority that never echoes our ECS does not steer by it */
+		const char *ecs = r->echoed == r->answers ? "echoed" : r->echoed == 0 ? "ignored" : "mixed";
+		char when[32], scope[8];
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&r->last, &tm));
+		if (r->last_echoed)
+			snprintf(scope, sizeof(scope), json ? "%u" : "/%u", (unsigned)r->scope);
+		else
+			snprintf(scope, sizeof(scope), json ? "null" : "-");
+		if (json)
+			fprintf(out,
+			        "%s\n    { \"partition\": \"%s\", \"rule\": \"%s\", \"addresses\": [%s], \"ecs\": \"%s\", "
+			        "\"scope\": %s, \"answers\": %llu, \"echoed\": %llu, \"last\": \"%s\" }",
+			        shown ? "," : "", r->partition, r->rule, addrs, ecs, scope, (unsigned long long)r->answers,
+			        (unsigned long long)r->echoed, when);
+		else
+			fprintf(out, "%s %s %s ecs=%s scope=%s answers=%llu echoed=%llu last=%s\n", r->partition, r->rule,
+			        r->naddr ? addrs : "-", ecs, scope, (unsigned long long)r->answers,
+			        (unsigned long long)r->echoed, when);
+		shown++;
+	}
+	if (json)
+		fprintf(out, "%s],\n  \"rows_not_kept\": %llu\n}\n", shown ? "\n  " : "",
+		        (unsigned long long)steering_dropped(st));
+	free(rows);
+	return 0;
+}
+
+/* "unmatched [top=N] [json]": the busiest networks of clients in no partition, all listener threads */
+static int cmd_unmatched(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	struct daemon *d = arg;
+	const char *top = control_arg(argc - 1, argv + 1, "top");
+	bool json = false;
+	for (int i = 1; i < argc; i++)
+		json |= strcmp(argv[i], "json") == 0;
+	char *end = NULL;
+	unsigned long n = top != NULL ? strtoul(top, &end, 10) : 20;
+	if (top != NULL && (*top == '\0' || *end != '\0' || n == 0 || n > TOPK_SLOTS)) {
+		fprintf(err, "unmatched: top must be 1..%u\n", TOPK_SLOTS);
+		return -EINVAL;
+	}
+	struct topk_item *items = calloc((size_t)d->nworkers * TOPK_SLOTS, sizeof(*items));
+	if (items == NULL) {
+		fprintf(err, "out of memory\n");
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (unsigned i = 0; i < d->nworkers; i++)
+		k += topk_read(worker_unmatched(d->workers[i]), items + k, TOPK_SLOTS);
+	k = topk_merge(items, k);
+	if (k > n)
+		k = n;
+	fputs(json ? "{\n  \"unmatched\": [" : "", out);
+	for (size_t i = 0; i < k; i++) {
+		struct prefix p = { .family = items[i].family, .len = items[i].family == AF_INET ? 24 : 48 };
+		memcpy(p.addr, items[i].addr, sizeof(p.addr));
+		char net[PREFIX_STRLEN];
+		prefix_format(&p, net, sizeof(net));
+		if (json)
+			fprintf(out, "%s\n    { \"network\": \"%s\", \"queries\": %llu, \"error\": %llu }", i ? "," : "",
+			        net, (unsigned long long)items[i].count, (unsigned long long)items[i].error);
+		else
+			fprintf(out, "%s %llu%s\n", net, (unsigned long long)items[i].count,
+			        items[i].error ? " (approximate)" : "");
+	}
+	fputs(json ? (k ? "\n  ]\n}\n" : "]\n}\n") : "", out);
+	free(items);
 	return 0;
 }
 
@@ -537,7 +671,9 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		    control_register(d->control, "cache", cmd_cache, d) != 0 ||
 		    control_register(d->control, "query", cmd_query, d) != 0 ||
 		    control_register(d->control, "reload", cmd_reload, d) != 0 ||
-		    control_register(d->control, "status", cmd_status, d) != 0)
+		    control_register(d->control, "status", cmd_status, d) != 0 ||
+		    control_register(d->control, "unmatched", cmd_unmatched, d) != 0 ||
+		    control_register(d->control, "steering", cmd_steering, d) != 0)
 			goto fail;
 		/* the user's (the daemon reads it after the drop), the control group's (root and operators) */
 		int e = privs_own(&privs, c->server.control, true, 0660);

@@ -187,6 +187,8 @@ int edns_iter_response(const struct edns_hop *hop, const uint8_t *msg, size_t le
 		return rc == -ENOMEM ? -ENOMEM : 0;
 	}
 	v->step = ct == 1 ? EDNS_STEP_CNAME : EDNS_STEP_DONE;
+	v->ecs_echoed = info.has_ecs; /* wire_response_check: an ECS there answers ours */
+	v->ecs_scope = info.has_ecs ? info.ecs.scope : 0;
 	return 0;
 }
 

@@ -92,6 +92,8 @@ struct edns_verdict {
 	size_t msg_len;
 	unsigned scrubbed;                /* CNAME, DONE: records the scrubber removed */
 	bool mismatch;                    /* IGNORE or NEXT_SERVER because it did not answer our query */
+	bool ecs_echoed;                  /* CNAME, DONE: the server echoed our ECS (else it ignored it) */
+	uint8_t ecs_scope;                /* ... with this scope prefix length */
 	uint8_t target[WIRE_MAX_NAME];    /* CNAME: lower case */
 	size_t target_len;
 	uint8_t cut[WIRE_MAX_NAME];       /* REFERRAL: the child zone, lower case */

@@ -10,6 +10,7 @@
 #include "resolver/classify.h"
 #include "resolver/clock.h"
 #include "resolver/route.h"
+#include "resolver/topk.h"
 
 static void count_rcode(struct query_ctx *x, int rcode)
 {
@@ -353,7 +354,11 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	}
 
 	/* classify: the source address, or a trusted frontend's ECS */
-	if (classify_client(c, &q, &who) != 0)
+	int crc = classify_client(c, &q, &who);
+	if (who.unmatched && x->unmatched != NULL) /* refused ones too: the prefixes the plan lacks */
+		topk_add(x->unmatched, who.echo ? (who.echo_ecs.family == ECS_FAMILY_IPV4 ? AF_INET : AF_INET6) : who.family,
+		         who.echo ? who.echo_ecs.addr : who.addr);
+	if (crc != 0)
 		return reply_error(x, &q, WIRE_RCODE_REFUSED, NULL, NULL, out, limit);
 	counter_inc(&x->pctr[who.part].queries);
 	counter_inc(cl->tcp ? &x->pctr[who.part].tcp : &x->pctr[who.part].udp);

@@ -34,6 +34,7 @@ struct query_ctx {
 	struct ratelimit *rl;           /* this thread's client rates (server.client_qps) */
 	unsigned slip;                  /* over-limit UDP queries seen, for client_limit_action slip */
 	struct dnstap_queue *tap;       /* server.dnstap: this thread's queue; NULL = off */
+	struct topk *unmatched;         /* networks of clients in no partition (partdnsctl unmatched); NULL = not kept */
 };
 
 /* Where a query came from and how to answer it later. */

@@ -27,6 +27,7 @@
 #include "resolver/edns_iter.h"
 #include "resolver/inflight.h"
 #include "resolver/log.h"
+#include "resolver/steering.h"
 #include "resolver/ubctx.h"
 #include "util/hash.h"
 
@@ -132,6 +133,7 @@ struct resolve_edns {
 	/* edns.outgoing by family; both empty: the kernel picks (any address) */
 	struct conf_addr *out[2]; /* [0] IPv4, [1] IPv6 */
 	size_t nout[2];
+	struct steering *steering; /* what each city's final answers say (partdnsctl steering) */
 };
 
 /* One resolution in progress. */
@@ -982,6 +984,8 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 	case EDNS_STEP_DONE:
 		break;
 	}
+	steering_note(r->t->pool->steering, part_name(job), job->rule.name, v.ecs_echoed, v.ecs_scope, v.msg,
+	              v.msg_len);
 	eres_done(r, v.msg, v.msg_len);
 	edns_verdict_clear(&v);
 }
@@ -1217,7 +1221,8 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 	p->part_cap = p->max_inflight / 4 ? p->max_inflight / 4 : 1;
 	p->rule_cap = p->max_inflight / 2 ? p->max_inflight / 2 : 1;
 	p->threads = calloc(p->nthreads, sizeof(*p->threads));
-	if (p->threads == NULL)
+	p->steering = steering_new();
+	if (p->threads == NULL || p->steering == NULL)
 		goto fail;
 	/* edns.outgoing is read once: a restart key (daemon.c note_restart_keys) */
 	for (size_t i = 0; i < c->edns.noutgoing; i++) {
@@ -1361,5 +1366,11 @@ void resolve_edns_free(struct resolve_edns *p)
 	free(p->threads);
 	free(p->out[0]);
 	free(p->out[1]);
+	steering_free(p->steering);
 	free(p);
+}
+
+struct steering *resolve_edns_steering(struct resolve_edns *p)
+{
+	return p->steering;
 }

@@ -32,3 +32,6 @@ void resolve_edns_latency(struct resolve_edns *p, uint64_t *bucket, uint64_t *su
 unsigned resolve_edns_inflight(struct resolve_edns *p);
 /** Log the pool's own upstream queries and responses to d (server.dnstap), queues first.. first + edns.threads - 1. Before start. */
 void resolve_edns_set_dnstap(struct resolve_edns *p, struct dnstap *d, unsigned first);
+
+/** What each city's final answers said (steering.h); read with steering_read. */
+struct steering *resolve_edns_steering(struct resolve_edns *p);

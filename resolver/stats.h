@@ -17,6 +17,7 @@ struct stats_partition {
 	uint64_t rcode[PRC_N];
 	uint64_t cache_entries, cache_bytes; /* the partition's share of the cache (its own keys: common holds the rest) */
 	uint64_t standby;                    /* 1 while failed over to its standby identity */
+	uint64_t steer_answers, steer_echoed; /* final EDNS answers for it, and those that echoed its ECS */
 };
 
 /* A histogram summed over threads: per-bucket counts (HIST_NB + 1, the last over every bound) and the sum. */

@@ -15,6 +15,7 @@
 #include "resolver/net_tcp.h"
 #include "resolver/net_udp.h"
 #include "resolver/query.h"
+#include "resolver/topk.h"
 
 struct worker {
 	struct worker_env env;
@@ -44,6 +45,11 @@ struct counters *worker_counters(struct worker *w)
 struct partition_counters *worker_partition_counters(struct worker *w)
 {
 	return w->pctr;
+}
+
+struct topk *worker_unmatched(struct worker *w)
+{
+	return w->qx.unmatched;
 }
 
 struct histogram *worker_response_time(struct worker *w)
@@ -119,7 +125,8 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	                            .dispatch = dispatch, .dispatch_arg = w, .ctr = &w->ctr, .pctr = w->pctr,
 	                            .resp_time = &w->resp_time };
 	w->qx.rl = ratelimit_new(c->server.client_qps, c->server.client_prefix4, c->server.client_prefix6);
-	if (w->qx.rl == NULL)
+	w->qx.unmatched = topk_new();
+	if (w->qx.rl == NULL || w->qx.unmatched == NULL)
 		goto fail;
 	w->qx.tap = dnstap_queue(env->dnstap, idx, &w->ctr.dnstap_dropped);
 	return w;
@@ -153,6 +160,7 @@ void worker_free(struct worker *w)
 		close(w->epfd);
 	snapshot_release(w->qx.snap);
 	ratelimit_free(w->qx.rl);
+	topk_free(w->qx.unmatched);
 	free(w->udp);
 	free(w->tcp);
 	free(w->pctr);

@@ -36,5 +36,8 @@ void worker_free(struct worker *w);
 struct counters *worker_counters(struct worker *w);
 /** PARTITION_MAX + 1 counters, by partition id. */
 struct partition_counters *worker_partition_counters(struct worker *w);
+
+/** The busiest unmatched client networks this thread saw (topk.h); read with topk_read. */
+struct topk *worker_unmatched(struct worker *w);
 /** Response times of the misses this worker answered (query_answer). */
 struct histogram *worker_response_time(struct worker *w);

@@ -317,10 +317,13 @@ it_subst() { sed -e "s|@NET@|$NET|g" -e "s|@TMP@|$IT_TMP|g" "$1" > "$2"; }
 
 # knot_write_conf NAME ADDR ZONE...: a knotd config for one server.  Every
 # server has ECS on (so its response log shows each query's ECS), mod-stats and
-# mod-dnstap; the GSLB (NAME=gslb) also mod-geoip on its zone.
+# mod-dnstap; the GSLB (NAME=gslb) also mod-geoip on its zone.  A server named
+# in KNOT_ECS_OFF (space separated) has ECS off: it ignores ECS, as an
+# authority that cannot steer does.
 knot_write_conf() {
-  local name=$1 addr=$2
+  local name=$1 addr=$2 ecs=on
   shift 2
+  case " ${KNOT_ECS_OFF:-} " in *" $name "*) ecs=off ;; esac
   local dir=$IT_TMP/knot-$name z
   mkdir -p "$dir/db"
   for z in "$@"; do
@@ -338,7 +341,7 @@ server:
   identity: ""
   version: ""
   nsid: ""
-  edns-client-subnet: on
+  edns-client-subnet: $ecs
 database:
   storage: $dir/db
 control:

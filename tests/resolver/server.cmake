@@ -14,4 +14,5 @@ partdns_unit_test(test_edns_iter ${CMAKE_CURRENT_LIST_DIR}/test_edns_iter.c part
 partdns_fuzz_target(upstream ${CMAKE_CURRENT_LIST_DIR}/fuzz_upstream.c ${CMAKE_CURRENT_LIST_DIR}/corpus/upstream
   partdns_resolver)
 partdns_unit_test(test_ratelimit ${CMAKE_CURRENT_LIST_DIR}/test_ratelimit.c partdns_resolver)
+partdns_unit_test(test_topk ${CMAKE_CURRENT_LIST_DIR}/test_topk.c partdns_resolver)
 partdns_unit_test(test_edns_budget ${CMAKE_CURRENT_LIST_DIR}/test_edns_budget.c partdns_resolver)

@@ -32,7 +32,7 @@ static int run_request(struct ctl *c, const char *what, const char *request)
 	return CTL_ERROR;
 }
 
-enum { OPT_JSON = 256, OPT_PARTITION, OPT_TYPE };
+enum { OPT_JSON = 256, OPT_PARTITION, OPT_TYPE, OPT_TOP, OPT_ZONE };
 
 static int stats_opt(int opt, const char *arg, void *ctx)
 {
@@ -60,6 +60,90 @@ static int report_request(struct ctl *c, const char *verb, int argc, char **argv
 	char request[32];
 	snprintf(request, sizeof(request), "%s%s", verb, json ? " json" : "");
 	return run_request(c, verb, request);
+}
+
+struct unmatched_opts {
+	int json;
+	const char *top;
+};
+
+static int unmatched_opt(int opt, const char *arg, void *ctx)
+{
+	struct unmatched_opts *o = ctx;
+	if (opt == OPT_JSON) {
+		o->json = 1;
+		return 0;
+	}
+	if (opt != OPT_TOP)
+		return CTL_USAGE;
+	if (strspn(arg, "0123456789") != strlen(arg) || *arg == '\0' || strlen(arg) > 5)
+		return ctl_usage_error("unmatched: --top needs a number, not '%s'", arg);
+	o->top = arg;
+	return 0;
+}
+
+int ctl_unmatched(struct ctl *c, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct unmatched_opts o = { 0, NULL };
+	int first;
+	int rc = ctl_getopt(c, argc, argv, "", longs, unmatched_opt, &o, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 0)
+		return ctl_usage_error("unmatched: unexpected argument '%s'", argv[first]);
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	char request[64];
+	snprintf(request, sizeof(request), "unmatched top=%s%s", o.top ? o.top : "20", o.json ? " json" : "");
+	return run_request(c, "unmatched", request);
+}
+
+struct steering_opts {
+	int json;
+	const char *zone;
+};
+
+static int steering_opt(int opt, const char *arg, void *ctx)
+{
+	struct steering_opts *o = ctx;
+	if (opt == OPT_JSON) {
+		o->json = 1;
+		return 0;
+	}
+	if (opt != OPT_ZONE)
+		return CTL_USAGE;
+	/* a name: no spaces (the request is space-separated words) */
+	if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " \t\n=") != NULL)
+		return ctl_usage_error("steering: --zone needs a domain name, not '%s'", arg);
+	o->zone = arg;
+	return 0;
+}
+
+int ctl_steering(struct ctl *c, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "zone", required_argument, NULL, OPT_ZONE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct steering_opts o = { 0, NULL };
+	int first;
+	int rc = ctl_getopt(c, argc, argv, "", longs, steering_opt, &o, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 0)
+		return ctl_usage_error("steering: unexpected argument '%s'", argv[first]);
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	char request[320];
+	snprintf(request, sizeof(request), "steering%s%s%s", o.zone ? " zone=" : "", o.zone ? o.zone : "",
+	         o.json ? " json" : "");
+	return run_request(c, "steering", request);
 }
 
 int ctl_stats(struct ctl *c, int argc, char **argv)

@@ -16,7 +16,8 @@ struct command {
 static const struct command commands[] = {
 	{ "domain", ctl_domain },   { "partition", ctl_partition }, { "mapping", ctl_mapping },
 	{ "stats", ctl_stats },     { "cache", ctl_cache },         { "reload", ctl_reload },
-	{ "query", ctl_query },     { "status", ctl_status },
+	{ "query", ctl_query },     { "status", ctl_status },       { "unmatched", ctl_unmatched },
+	{ "steering", ctl_steering },
 	{ NULL, NULL },
 };
 
