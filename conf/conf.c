@@ -56,7 +56,20 @@ static void load_include(struct loader *L)
 
 	char *buf;
 	size_t len;
-	int rc = conf_read_file(path, true, &buf, &len);
+	int rc;
+	if (L->plan_text != NULL) { /* a staged plan stands in for the file (conf_load_plan) */
+		buf = malloc(L->plan_len + 1);
+		if (buf == NULL) {
+			L->oom = true;
+			return;
+		}
+		memcpy(buf, L->plan_text, L->plan_len);
+		buf[L->plan_len] = '\0';
+		len = L->plan_len;
+		rc = 0;
+	} else {
+		rc = conf_read_file(path, true, &buf, &len);
+	}
 	if (rc != 0) {
 		size_t saved = conf_key_push(L, "partitions");
 		conf_key_push(L, "include");
@@ -66,7 +79,7 @@ static void load_include(struct loader *L)
 		L->include_failed = true;
 		return;
 	}
-	rc = conf_ydoc_parse(&L->docs[1], buf, len, path, 1, &L->diag);
+	rc = conf_ydoc_parse(&L->docs[1], buf, len, L->plan_text != NULL ? L->plan_name : path, 1, &L->diag);
 	free(buf);
 	if (rc == CONF_E_YAML) {
 		L->yaml_failed = true;
@@ -87,9 +100,19 @@ static void report_empty(struct loader *L)
 	conf_error(L, &at, false, "the file is empty; start from conf/partdns.yaml");
 }
 
+/* A staged plan replaces the partitions include: a config without one has nothing to replace. */
+static void report_no_include(struct loader *L)
+{
+	struct ynode at = { .type = YNODE_SCALAR, .line = 1, .col = 1, .src = &L->docs[0].src };
+	conf_key_set(L, "partitions.include");
+	conf_error(L, &at, false,
+	           "a staged plan replaces the partitions include file, and this config has none: move "
+	           "partitions.list to its own file and name it in partitions.include");
+}
+
 /* Parse, apply, include, check; dir (owned, may be NULL) resolves relative includes. */
 static int load(const char *text, size_t len, const char *name, char *dir, FILE *err,
-                struct conf **out, unsigned *nerrors)
+                struct conf **out, unsigned *nerrors, const char *plan, size_t plan_len, const char *plan_name)
 {
 	*out = NULL;
 	struct loader *L = calloc(1, sizeof(*L));
@@ -100,6 +123,9 @@ static int load(const char *text, size_t len, const char *name, char *dir, FILE 
 	L->diag.out = err;
 	L->name = name;
 	L->dir = dir;
+	L->plan_text = plan;
+	L->plan_len = plan_len;
+	L->plan_name = plan_name;
 	L->st.conf.path = strdup(name);
 	if (L->st.conf.path == NULL || conf_schema_defaults(L) != 0)
 		L->oom = true;
@@ -122,6 +148,8 @@ static int load(const char *text, size_t len, const char *name, char *dir, FILE 
 		/* The schema only records a named include; reading files is the loader's job. */
 		if (L->st.include_pending)
 			load_include(L);
+		else if (L->plan_text != NULL)
+			report_no_include(L);
 		/* Cross-checks on a half-read file would only add noise. */
 		if (!L->yaml_failed && !L->oom)
 			conf_check(L, L->docs[0].root);
@@ -160,10 +188,16 @@ static int load(const char *text, size_t len, const char *name, char *dir, FILE 
 int conf_load_string(const char *text, size_t len, const char *name, FILE *err, struct conf **out,
                      unsigned *nerrors)
 {
-	return load(text, len, name != NULL ? name : "(string)", NULL, err, out, nerrors);
+	return load(text, len, name != NULL ? name : "(string)", NULL, err, out, nerrors, NULL, 0, NULL);
 }
 
 int conf_load(const char *path, FILE *err, struct conf **out, unsigned *nerrors)
+{
+	return conf_load_plan(path, NULL, 0, NULL, err, out, nerrors);
+}
+
+int conf_load_plan(const char *path, const char *plan, size_t plan_len, const char *plan_name, FILE *err,
+                   struct conf **out, unsigned *nerrors)
 {
 	*out = NULL;
 	char *text;
@@ -188,7 +222,7 @@ int conf_load(const char *path, FILE *err, struct conf **out, unsigned *nerrors)
 			return -ENOMEM;
 		}
 	}
-	rc = load(text, len, path, dir, err, out, nerrors);
+	rc = load(text, len, path, dir, err, out, nerrors, plan, plan_len, plan_name ? plan_name : "(staged plan)");
 	free(text);
 	return rc;
 }

@@ -152,6 +152,15 @@ struct conf {
  */
 int conf_load(const char *path, FILE *err, struct conf **out, unsigned *nerrors);
 
+/**
+ * As conf_load, with plan (plan_len bytes, named plan_name in messages)
+ * read in place of the partitions include file: a staged plan (partdnsctl
+ * plan stage) checked and run with the rest of the config. plan NULL: as
+ * conf_load. A config without partitions.include is an error then.
+ */
+int conf_load_plan(const char *path, const char *plan, size_t plan_len, const char *plan_name, FILE *err,
+                   struct conf **out, unsigned *nerrors);
+
 /** As conf_load, from memory; name is used in messages (includes resolve relative to the cwd). */
 int conf_load_string(const char *text, size_t len, const char *name, FILE *err,
                      struct conf **out, unsigned *nerrors);

@@ -49,6 +49,10 @@ struct loader {
 	bool yaml_failed;     /* some file was not well-formed */
 	bool include_failed;  /* the partitions include could not be read */
 	bool oom;
+	/* conf_load_plan: the text read instead of the partitions include file */
+	const char *plan_text;
+	size_t plan_len;
+	const char *plan_name;
 	char key[LOADER_KEY_MAX];
 	size_t keylen;
 };

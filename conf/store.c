@@ -42,6 +42,8 @@ struct store {
 	MDB_dbi meta;
 	MDB_dbi standby;        /* partitions failed over (partdnsctl partition failover) */
 	bool has_standby;       /* a reader of a store no writer of this version opened yet has none */
+	MDB_dbi plan;           /* staged and activated partition plans (partdnsctl plan) */
+	bool has_plan;
 	bool readonly;
 	unsigned stale_readers; /* reader slots of dead processes freed at open */
 	unsigned migrated_from; /* schema the open migrated from; 0 = none */
@@ -539,6 +541,12 @@ static int store_init(struct store *s, bool *map_full)
 			return lmdb_error(rc);
 		}
 		s->has_standby = rc == MDB_SUCCESS;
+		rc = mdb_dbi_open(txn, "plan", create, &s->plan);
+		if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+			txn_abort(s, txn);
+			return lmdb_error(rc);
+		}
+		s->has_plan = rc == MDB_SUCCESS;
 	}
 	if (err == -ENOENT && !s->readonly) {
 		uint8_t v[8];
@@ -614,7 +622,7 @@ int store_open_size(const char *dir, bool readonly, size_t mapsize, struct store
 		free(s);
 		return lmdb_error(rc);
 	}
-	rc = mdb_env_set_maxdbs(s->env, 3);
+	rc = mdb_env_set_maxdbs(s->env, 4);
 	if (rc == MDB_SUCCESS)
 		rc = mdb_env_set_maxreaders(s->env, STORE_MAX_READERS);
 	if (rc == MDB_SUCCESS)
@@ -1211,4 +1219,190 @@ int store_standby_foreach(struct store *s, int (*fn)(const struct store_standby 
 	mdb_cursor_close(cur);
 	txn_abort(s, txn);
 	return err;
+}
+
+/* ---- partition plans: staged ("next") and activated ("active") ---- */
+
+#define PLAN_V1 1
+#define PLAN_HEAD (1 + 4 + 8 + 8 + 8 + 1)
+
+static bool plan_which_ok(const char *which)
+{
+	return which != NULL && (strcmp(which, STORE_PLAN_NEXT) == 0 || strcmp(which, STORE_PLAN_ACTIVE) == 0);
+}
+
+/* u8 version, u32 serial, i64 staged_at, activate_at, activated_at, u8 user length + user, then the text */
+uint8_t *store_plan_encode(const struct store_plan *p, size_t *len)
+{
+	size_t ul = strlen(p->by);
+	if (ul >= sizeof(p->by) || !store_user_valid(p->by) || p->len > STORE_PLAN_MAX ||
+	    (p->len > 0 && p->text == NULL))
+		return NULL;
+	*len = PLAN_HEAD + ul + p->len;
+	uint8_t *b = malloc(*len);
+	if (b == NULL)
+		return NULL;
+	uint8_t *o = b;
+	*o++ = PLAN_V1;
+	for (int i = 0; i < 4; i++)
+		*o++ = (uint8_t)(p->serial >> (24 - 8 * i));
+	put_be64(o, (uint64_t)p->staged_at);
+	put_be64(o + 8, (uint64_t)p->activate_at);
+	put_be64(o + 16, (uint64_t)p->activated_at);
+	o += 24;
+	*o++ = (uint8_t)ul;
+	memcpy(o, p->by, ul);
+	o += ul;
+	if (p->len > 0)
+		memcpy(o, p->text, p->len);
+	return b;
+}
+
+int store_plan_decode(const uint8_t *v, size_t len, struct store_plan *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (len < PLAN_HEAD || v[0] != PLAN_V1)
+		return STORE_E_CORRUPT;
+	out->serial = (uint32_t)v[1] << 24 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 8 | v[4];
+	out->staged_at = (int64_t)get_be64(v + 5);
+	out->activate_at = (int64_t)get_be64(v + 13);
+	out->activated_at = (int64_t)get_be64(v + 21);
+	size_t ul = v[29];
+	if (ul >= sizeof(out->by) || len < PLAN_HEAD + ul || out->staged_at < 0 || out->activate_at < 0 ||
+	    out->activated_at < 0)
+		return STORE_E_CORRUPT;
+	memcpy(out->by, v + PLAN_HEAD, ul);
+	if (memchr(out->by, '\0', ul) != NULL || !store_user_valid(out->by))
+		return STORE_E_CORRUPT;
+	out->len = len - PLAN_HEAD - ul;
+	if (out->len > STORE_PLAN_MAX)
+		return STORE_E_CORRUPT;
+	out->text = malloc(out->len + 1);
+	if (out->text == NULL)
+		return -ENOMEM;
+	memcpy(out->text, v + PLAN_HEAD + ul, out->len);
+	out->text[out->len] = '\0';
+	return 0;
+}
+
+void store_plan_clear(struct store_plan *p)
+{
+	free(p->text);
+	p->text = NULL;
+	p->len = 0;
+}
+
+/* Run one write transaction of plan changes: fn does them; the change counter moves; the map grows if needed. */
+static int plan_write(struct store *s, int (*fn)(struct store *s, MDB_txn *txn, void *arg), void *arg)
+{
+	if (s->readonly || !s->has_plan)
+		return -EROFS;
+	for (int tries = 0;; tries++) {
+		MDB_txn *txn;
+		int err = txn_begin(s, 0, &txn);
+		if (err != 0)
+			return err;
+		int rc = fn(s, txn, arg);
+		if (rc == MDB_SUCCESS)
+			rc = version_bump(s, txn);
+		if (rc != MDB_SUCCESS)
+			txn_abort(s, txn);
+		else
+			rc = txn_commit(s, txn);
+		if (rc == MDB_SUCCESS)
+			return 0;
+		if (rc == MDB_NOTFOUND)
+			return -ENOENT;
+		if (rc == STORE_E_CORRUPT || rc == -ENOMEM || rc == -EINVAL)
+			return rc;
+		if (rc != MDB_MAP_FULL || tries >= STORE_GROW_TRIES)
+			return lmdb_write_error(s->dir, rc);
+		if ((err = map_grow(s)) != 0)
+			return err;
+	}
+}
+
+struct plan_put_arg {
+	const char *which;
+	const struct store_plan *p;
+};
+
+static int plan_put_txn(struct store *s, MDB_txn *txn, void *arg)
+{
+	const struct plan_put_arg *a = arg;
+	size_t len;
+	uint8_t *b = store_plan_encode(a->p, &len);
+	if (b == NULL)
+		return -EINVAL;
+	MDB_val k = { strlen(a->which), (void *)a->which }, v = { len, b };
+	int rc = mdb_put(txn, s->plan, &k, &v, 0);
+	free(b);
+	return rc;
+}
+
+int store_plan_put(struct store *s, const char *which, const struct store_plan *p)
+{
+	if (s == NULL || !plan_which_ok(which) || p == NULL || p->serial == 0)
+		return -EINVAL;
+	struct plan_put_arg a = { which, p };
+	return plan_write(s, plan_put_txn, &a);
+}
+
+static int plan_del_txn(struct store *s, MDB_txn *txn, void *arg)
+{
+	const char *which = arg;
+	MDB_val k = { strlen(which), (void *)which };
+	return mdb_del(txn, s->plan, &k, NULL);
+}
+
+int store_plan_del(struct store *s, const char *which)
+{
+	if (s == NULL || !plan_which_ok(which))
+		return -EINVAL;
+	return plan_write(s, plan_del_txn, (void *)which);
+}
+
+int store_plan_get(struct store *s, const char *which, struct store_plan *out)
+{
+	if (s == NULL || !plan_which_ok(which) || out == NULL)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!s->has_plan)
+		return -ENOENT;
+	MDB_txn *txn;
+	int err = txn_begin(s, MDB_RDONLY, &txn);
+	if (err != 0)
+		return err;
+	MDB_val k = { strlen(which), (void *)which }, v;
+	int rc = mdb_get(txn, s->plan, &k, &v);
+	err = rc == MDB_SUCCESS ? store_plan_decode(v.mv_data, v.mv_size, out) : lmdb_error(rc);
+	txn_abort(s, txn);
+	return err;
+}
+
+/* next becomes active (activated at *now), in one transaction: never two plans live, never none. */
+static int plan_activate_txn(struct store *s, MDB_txn *txn, void *arg)
+{
+	MDB_val k = { strlen(STORE_PLAN_NEXT), (void *)STORE_PLAN_NEXT }, v;
+	int rc = mdb_get(txn, s->plan, &k, &v);
+	if (rc != MDB_SUCCESS)
+		return rc;
+	struct store_plan p;
+	rc = store_plan_decode(v.mv_data, v.mv_size, &p);
+	if (rc != 0)
+		return rc;
+	p.activated_at = *(const int64_t *)arg;
+	struct plan_put_arg a = { STORE_PLAN_ACTIVE, &p };
+	rc = plan_put_txn(s, txn, &a);
+	store_plan_clear(&p);
+	if (rc == MDB_SUCCESS)
+		rc = mdb_del(txn, s->plan, &k, NULL);
+	return rc;
+}
+
+int store_plan_activate(struct store *s, int64_t now)
+{
+	if (s == NULL)
+		return -EINVAL;
+	return plan_write(s, plan_activate_txn, &now);
 }

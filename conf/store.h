@@ -276,3 +276,33 @@ int store_standby_foreach(struct store *s, int (*fn)(const struct store_standby 
 int store_standby_encode(const struct store_standby *b, uint8_t *buf, size_t size);
 int store_standby_decode(const void *key, size_t keylen, const uint8_t *val, size_t len,
                          struct store_standby *out);
+
+/* ---- partition plans (partdnsctl plan stage / activate) ---- */
+
+#define STORE_PLAN_NEXT "next"     /* staged: published under /next/, not live */
+#define STORE_PLAN_ACTIVE "active" /* activated: runs instead of the config's plan while its serial is higher */
+#define STORE_PLAN_MAX ((size_t)256 << 20)
+
+struct store_plan {
+	uint32_t serial;       /* its partitions.serial (> 0) */
+	int64_t staged_at;     /* when it was staged */
+	int64_t activate_at;   /* next: when it goes live (0 = not yet asked) */
+	int64_t activated_at;  /* active: when it went live */
+	char by[65];           /* who staged it (store_user_valid) */
+	char *text;            /* the partitions include file's text; malloc'd by store_plan_get */
+	size_t len;
+};
+
+/** Write plan which (STORE_PLAN_NEXT or _ACTIVE); bumps store_version. @return 0, -EINVAL, -EROFS, STORE_E_* / -errno. */
+int store_plan_put(struct store *s, const char *which, const struct store_plan *p);
+/** Read plan which into out (free with store_plan_clear). @return 0, -ENOENT, STORE_E_CORRUPT, -errno. */
+int store_plan_get(struct store *s, const char *which, struct store_plan *out);
+/** Remove plan which. @return 0, -ENOENT, -EROFS, STORE_E_* / -errno. */
+int store_plan_del(struct store *s, const char *which);
+/** The staged plan becomes the active one (activated_at = now), in one transaction. @return 0, -ENOENT (none staged), ... */
+int store_plan_activate(struct store *s, int64_t now);
+void store_plan_clear(struct store_plan *p);
+/** A plan's record bytes: malloc'd, *len set; NULL if p is not storable (bad user, too long, ENOMEM). */
+uint8_t *store_plan_encode(const struct store_plan *p, size_t *len);
+/** Strict inverse of store_plan_encode; out->text malloc'd (store_plan_clear). @return 0, STORE_E_CORRUPT, -ENOMEM. */
+int store_plan_decode(const uint8_t *v, size_t len, struct store_plan *out);

@@ -61,6 +61,12 @@ struct daemon {
 	struct metrics_http *metrics; /* server.metrics; NULL when off */
 	struct http_server *http;    /* server.http: the plan for CDNs; NULL when off */
 	_Atomic time_t plan_since;   /* when the running partition plan went live (Last-Modified) */
+	bool plan_from_store;        /* running an activated plan the config does not hold yet (reload_lock) */
+	/* the staged plan (partdnsctl plan stage), for /next/ and its activation; next_lock */
+	pthread_mutex_t next_lock;
+	struct conf *next;           /* the config with the staged plan in place of its include; NULL = none */
+	time_t next_staged, next_at; /* when staged; when it goes live (0 = not asked yet) */
+	uint64_t next_version;       /* the store version it was read at */
 	time_t started;
 	char user[64];               /* who it runs as (server.user, or whoever started it) */
 	/* reloads (SIGHUP, partdnsctl reload), under reload_lock */
@@ -219,6 +225,12 @@ static int cmd_stats(void *arg, int argc, char **argv, FILE *out, FILE *err)
 static int publish(void *arg, const char *path, FILE *out, struct http_page *page)
 {
 	struct daemon *d = arg;
+	if (strncmp(path, "/next/", 6) == 0) { /* the staged plan: CDNs learn it before it is live */
+		pthread_mutex_lock(&d->next_lock);
+		int rc = publish_next_page(d->next, d->next_staged, d->next_at, path + 5, out, page);
+		pthread_mutex_unlock(&d->next_lock);
+		return rc;
+	}
 	struct snapshot *s = snapshot_get(&d->snapshots);
 	int rc = publish_page(s->conf, atomic_load(&d->plan_since), path, out, page);
 	snapshot_release(s);
@@ -459,7 +471,12 @@ static int cmd_status(void *arg, int argc, char **argv, FILE *out, FILE *err)
 			                      ptable_name(s->conf->partitions.table, id), to);
 	}
 	v.standby = standby;
+	pthread_mutex_lock(&d->next_lock);
+	v.next_serial = d->next ? d->next->partitions.serial : 0;
+	v.next_at = d->next_at;
+	pthread_mutex_unlock(&d->next_lock);
 	pthread_mutex_lock(&d->reload_lock);
+	v.plan_source = d->plan_from_store ? "store" : "config";
 	v.reloads = d->reloads;
 	v.reload_failures = d->reload_failures;
 	v.last_reload = d->last_reload;
@@ -569,6 +586,73 @@ static int own_store(const struct privs *p, const char *dir)
 	return 0;
 }
 
+/*
+ * The plan to run: the config's, or an activated staged plan the config
+ * does not hold yet (its serial is higher), read from the store with the
+ * rest of the config. Once the config's own serial reaches it, the store's
+ * copy goes: the config is the source of truth again. Takes c, returns the
+ * config to run (c itself, or c replaced).
+ */
+static struct conf *adopt_active_plan(struct daemon *d, struct conf *c, FILE *err)
+{
+	struct store_plan p;
+	int rc = store_plan_get(d->store, STORE_PLAN_ACTIVE, &p);
+	d->plan_from_store = false;
+	if (rc != 0) {
+		if (rc != -ENOENT)
+			log_err("cannot read the activated plan from the store: %s", store_strerror(rc));
+		return c;
+	}
+	if (c->partitions.serial >= p.serial) {
+		log_info("the config's plan (serial %u) has caught up with the activated plan %u: the store's copy "
+		         "is removed", c->partitions.serial, p.serial);
+		store_plan_del(d->store, STORE_PLAN_ACTIVE);
+		store_plan_clear(&p);
+		return c;
+	}
+	struct conf *a = NULL;
+	unsigned nerr = 0;
+	rc = conf_load_plan(d->conf_path, p.text, p.len, "(activated plan)", err ? err : stderr, &a, &nerr);
+	if (rc != 0) {
+		log_err("the activated plan %u no longer fits the config (%u error(s)); running the config's plan %u",
+		        p.serial, nerr, c->partitions.serial);
+		store_plan_clear(&p);
+		return c;
+	}
+	log_warn("running the activated plan %u from the store; the config's is %u: put the plan in its "
+	         "partitions.include so the config says what runs", p.serial, c->partitions.serial);
+	store_plan_clear(&p);
+	conf_free(c);
+	d->plan_from_store = true;
+	return a;
+}
+
+/* Read the staged plan (if any) for /next/ and its activation; cfg is the running config. */
+static void load_next_plan(struct daemon *d, uint64_t version)
+{
+	struct store_plan p;
+	struct conf *n = NULL;
+	int rc = store_plan_get(d->store, STORE_PLAN_NEXT, &p);
+	if (rc == 0) {
+		unsigned nerr = 0;
+		if (conf_load_plan(d->conf_path, p.text, p.len, "(staged plan)", NULL, &n, &nerr) != 0)
+			log_err("the staged plan %u does not fit the config (%u error(s)): not published, not activated; "
+			        "stage it again", p.serial, nerr);
+	} else if (rc != -ENOENT) {
+		log_err("cannot read the staged plan from the store: %s", store_strerror(rc));
+	}
+	pthread_mutex_lock(&d->next_lock);
+	struct conf *old = d->next;
+	d->next = n;
+	d->next_staged = n ? (time_t)p.staged_at : 0;
+	d->next_at = n ? (time_t)p.activate_at : 0;
+	d->next_version = version;
+	pthread_mutex_unlock(&d->next_lock);
+	conf_free(old);
+	if (rc == 0)
+		store_plan_clear(&p);
+}
+
 struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 {
 	struct daemon *d = calloc(1, sizeof(*d));
@@ -590,10 +674,11 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		return NULL;
 	}
 	raise_fd_limit();
-	d->conf_path = strdup(conf_path);
+	d->conf_path = strdup(conf_path); /* before the store: an activated plan is read with the config */
 	d->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	snapshot_slot_init(&d->snapshots);
 	pthread_mutex_init(&d->reload_lock, NULL);
+	pthread_mutex_init(&d->next_lock, NULL);
 	d->started = time(NULL);
 
 	int rc = store_open(c->server.store, false, &d->store);
@@ -607,6 +692,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		conf_free(c);
 		goto fail;
 	}
+	c = adopt_active_plan(d, c, NULL);
 	if (store_stale_readers(d->store) > 0)
 		log_warn("store %s: freed %u reader slot(s) left by killed processes", c->server.store,
 		         store_stale_readers(d->store));
@@ -631,6 +717,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	struct snapshot *first = snapshot_get(&d->snapshots);
 	d->boot = snapshot_conf_hold(first);
 	snapshot_release(first);
+	load_next_plan(d, version);
 	d->cache = cache_new(c->cache.max_bytes, 0);
 	if (d->cache == NULL || cache_set_tags(d->cache, PARTITION_MAX + 1, cache_tag) != 0) {
 		log_err("cannot create the cache (cache.max_bytes %llu)", (unsigned long long)c->cache.max_bytes);
@@ -740,6 +827,8 @@ void daemon_free(struct daemon *d)
 	cache_free(d->cache);
 	snapshot_slot_deinit(&d->snapshots);
 	snapshot_conf_release(d->boot);
+	conf_free(d->next);
+	pthread_mutex_destroy(&d->next_lock);
 	if (d->store)
 		store_close(d->store);
 	if (d->stop_fd >= 0)
@@ -914,6 +1003,7 @@ int daemon_reload(struct daemon *d, FILE *err)
 		log_err("reload of %s failed (%u error(s)); keeping the running configuration", d->conf_path, nerr);
 		return reload_done(d, rc);
 	}
+	c = adopt_active_plan(d, c, err);
 	struct snapshot *cur = snapshot_get(&d->snapshots);
 	char why[512];
 	if (conf_plan_successor(cur->conf, c, why, sizeof(why)) != 0) {
@@ -1023,6 +1113,36 @@ static void poll_store(struct daemon *d)
 			         (unsigned long long)version, n, nsb, flushed);
 	}
 	pthread_mutex_unlock(&d->reload_lock);
+	load_next_plan(d, v);
+}
+
+/*
+ * The staged plan's time has come (partdnsctl plan activate): the store
+ * makes it the active plan in one transaction, and a reload runs it
+ * (adopt_active_plan), with everything a reload checks and keeps.
+ */
+static void activate_due(struct daemon *d)
+{
+	pthread_mutex_lock(&d->next_lock);
+	bool due = d->next != NULL && d->next_at != 0 && time(NULL) >= d->next_at;
+	unsigned serial = d->next ? d->next->partitions.serial : 0;
+	pthread_mutex_unlock(&d->next_lock);
+	if (!due)
+		return;
+	int rc = store_plan_activate(d->store, (int64_t)time(NULL));
+	if (rc != 0) {
+		log_err("cannot activate the staged plan %u: %s", serial, store_strerror(rc));
+		pthread_mutex_lock(&d->next_lock);
+		d->next_at = 0; /* not again every tick; a new plan activate asks again */
+		pthread_mutex_unlock(&d->next_lock);
+		return;
+	}
+	log_info("activating the staged plan %u", serial);
+	if (daemon_reload(d, NULL) != 0)
+		log_err("the staged plan %u could not go live; the running plan stays (see above)", serial);
+	uint64_t v = 0;
+	store_version(d->store, &v);
+	load_next_plan(d, v); /* none staged now */
 }
 
 /*
@@ -1104,6 +1224,7 @@ int daemon_run(struct daemon *d)
 			notify_reload(d);
 		} else {
 			poll_store(d);
+			activate_due(d);
 		}
 	}
 	sd_notify(0, "STOPPING=1");

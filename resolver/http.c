@@ -139,6 +139,8 @@ static enum MHD_Result serve(struct http_server *h, struct MHD_Connection *c, co
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, page.type ? page.type : "text/plain; charset=utf-8");
 	if (quoted[0] != '\0')
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, quoted);
+	if (page.header != NULL)
+		MHD_add_response_header(r, page.header, page.value);
 	if (page.modified != 0) {
 		char date[64];
 		struct tm tm;

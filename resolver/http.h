@@ -23,6 +23,8 @@ struct http_page {
 	const char *type;  /* Content-Type; text/plain when NULL */
 	char etag[40];     /* entity tag without quotes; "" = none (then no 304 either) */
 	time_t modified;   /* Last-Modified; 0 = none */
+	const char *header; /* one more header's name (static); NULL = none */
+	char value[64];     /* ... and its value */
 };
 
 /**

@@ -39,3 +39,19 @@ int publish_page(const struct conf *c, time_t live_since, const char *path, FILE
 	}
 	return -ENOENT;
 }
+
+int publish_next_page(const struct conf *next, time_t staged, time_t effective, const char *path, FILE *out,
+                      struct http_page *page)
+{
+	if (next == NULL)
+		return -ENOENT;
+	int rc = publish_page(next, staged, path, out, page);
+	if (rc != 0)
+		return rc;
+	page->header = PUBLISH_EFFECTIVE;
+	struct tm tm;
+	if (effective == 0 || gmtime_r(&effective, &tm) == NULL ||
+	    strftime(page->value, sizeof(page->value), "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0)
+		snprintf(page->value, sizeof(page->value), "on activation");
+	return 0;
+}

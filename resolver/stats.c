@@ -169,6 +169,16 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 		fprintf(out, "reloads %llu\nreload_failures %llu\nlast_reload %s\nlast_reload_result %s\n",
 		        ull(v->reloads), ull(v->reload_failures), last, result);
 		fprintf(out, "standby %s\n", v->standby && v->standby[0] ? v->standby : "-");
+		fprintf(out, "plan_source %s\n", v->plan_source ? v->plan_source : "config");
+		if (v->next_serial == 0)
+			fputs("plan_next -\n", out);
+		else if (v->next_at == 0)
+			fprintf(out, "plan_next %u on-activation\n", v->next_serial);
+		else {
+			char at[32];
+			iso_time(v->next_at, at, sizeof(at));
+			fprintf(out, "plan_next %u at %s\n", v->next_serial, at);
+		}
 		return;
 	}
 	fputs("{\n  \"version\": ", out);
@@ -204,5 +214,13 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 		while (*p == ' ')
 			p++;
 	}
-	fputs("}\n}\n", out);
+	fprintf(out, "},\n  \"plan_source\": \"%s\",\n", v->plan_source ? v->plan_source : "config");
+	if (v->next_serial == 0) {
+		fputs("  \"plan_next\": null\n}\n", out);
+	} else {
+		char at[32];
+		iso_time(v->next_at, at, sizeof(at));
+		fprintf(out, "  \"plan_next\": { \"serial\": %u, \"at\": %s%s%s }\n}\n", v->next_serial,
+		        v->next_at ? "\"" : "", v->next_at ? at : "null", v->next_at ? "\"" : "");
+	}
 }

@@ -64,6 +64,9 @@ struct status_view {
 	time_t last_reload;          /* 0 = none yet */
 	bool last_reload_ok;
 	const char *standby;         /* "name>target name>target" of the partitions failed over; "" = none */
+	const char *plan_source;     /* "config", or "store" (an activated plan the config does not hold yet) */
+	unsigned next_serial;        /* the staged plan's serial; 0 = none staged */
+	time_t next_at;              /* when it goes live; 0 = when activated */
 };
 
 /** Write status: "name value" lines, or one JSON object. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Fuzz target: store record decoding, domains and failovers (input: u8 key length, key, record value). */
+/* Fuzz target: store record decoding, domains, failovers and staged plans (input: u8 key length, key, record value). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +23,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int m = store_standby_encode(&b, sb, sizeof(sb));
 		if (m < 0 || (size_t)m != len || memcmp(sb, val, len) != 0 || strlen(b.partition) != keylen)
 			abort();
+	}
+	/* as a plan record (the key is "next" or "active", not part of it): an exact round trip too */
+	struct store_plan p;
+	if (store_plan_decode(val, len, &p) == 0) {
+		size_t m = 0;
+		uint8_t *pb = store_plan_encode(&p, &m);
+		if (pb == NULL || m != len || memcmp(pb, val, len) != 0 || strlen(p.text) > p.len)
+			abort();
+		free(pb);
+		store_plan_clear(&p);
 	}
 	struct store_domain d;
 	if (store_record_decode(data + 1, keylen, val, len, &d) != 0)

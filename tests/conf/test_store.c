@@ -417,6 +417,73 @@ static void test_standby(void **state)
 	store_close(s);
 }
 
+/* Staged and activated plans: put/get/activate/del, and the record's bytes strict. */
+static void test_plan(void **state)
+{
+	(void)state;
+	char dir[4200];
+	struct store *s = open_rw(newdir(dir, sizeof(dir)));
+	struct store_plan got;
+	assert_int_equal(store_plan_get(s, STORE_PLAN_NEXT, &got), -ENOENT);
+	assert_int_equal(store_plan_activate(s, 100), -ENOENT); /* nothing staged */
+	assert_int_equal(version(s), 0);
+	char text[] = "serial: 2\nlist: []\n";
+	struct store_plan p = { .serial = 2, .staged_at = 50, .by = "alice", .text = text, .len = strlen(text) };
+	assert_int_equal(store_plan_put(s, "other", &p), -EINVAL);
+	struct store_plan zero = p;
+	zero.serial = 0;
+	assert_int_equal(store_plan_put(s, STORE_PLAN_NEXT, &zero), -EINVAL);
+	struct store_plan baduser = p;
+	snprintf(baduser.by, sizeof(baduser.by), "tab\there");
+	assert_int_equal(store_plan_put(s, STORE_PLAN_NEXT, &baduser), -EINVAL);
+	assert_int_equal(version(s), 0);
+	p.activate_at = 200;
+	assert_int_equal(store_plan_put(s, STORE_PLAN_NEXT, &p), 0);
+	assert_int_equal(version(s), 1); /* a running daemon sees the change */
+	store_close(s);
+
+	assert_int_equal(store_open(dir, true, &s), 0);
+	assert_int_equal(store_plan_get(s, STORE_PLAN_NEXT, &got), 0);
+	assert_int_equal(got.serial, 2);
+	assert_int_equal(got.staged_at, 50);
+	assert_int_equal(got.activate_at, 200);
+	assert_string_equal(got.by, "alice");
+	assert_int_equal(got.len, strlen(text));
+	assert_string_equal(got.text, text);
+	store_plan_clear(&got);
+	assert_int_equal(store_plan_activate(s, 300), -EROFS);
+	store_close(s);
+
+	s = open_rw(dir);
+	assert_int_equal(store_plan_activate(s, 300), 0); /* one transaction: next is gone, active is it */
+	assert_int_equal(version(s), 2);
+	assert_int_equal(store_plan_get(s, STORE_PLAN_NEXT, &got), -ENOENT);
+	assert_int_equal(store_plan_get(s, STORE_PLAN_ACTIVE, &got), 0);
+	assert_int_equal(got.serial, 2);
+	assert_int_equal(got.activated_at, 300);
+	assert_string_equal(got.text, text);
+	store_plan_clear(&got);
+	assert_int_equal(store_plan_del(s, STORE_PLAN_ACTIVE), 0);
+	assert_int_equal(store_plan_del(s, STORE_PLAN_ACTIVE), -ENOENT);
+	assert_int_equal(version(s), 3);
+
+	/* the record's bytes: a decode is strict */
+	size_t n = 0;
+	uint8_t *b = store_plan_encode(&p, &n);
+	assert_non_null(b);
+	assert_int_equal(store_plan_decode(b, n, &got), 0);
+	assert_string_equal(got.text, text);
+	store_plan_clear(&got);
+	assert_int_equal(store_plan_decode(b, 10, &got), STORE_E_CORRUPT); /* cut in the header */
+	b[29] = 60;                                                      /* a user longer than the record */
+	assert_int_equal(store_plan_decode(b, n, &got), STORE_E_CORRUPT);
+	b[29] = 5;
+	b[0] = 2; /* a format this build does not know */
+	assert_int_equal(store_plan_decode(b, n, &got), STORE_E_CORRUPT);
+	free(b);
+	store_close(s);
+}
+
 struct collect {
 	char names[16][256];
 	size_t n;
@@ -1447,6 +1514,7 @@ int main(void)
 		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_del),
 		cmocka_unit_test(test_standby),
+		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_foreach),
 		cmocka_unit_test(test_put_many),
 		cmocka_unit_test(test_record_decode),

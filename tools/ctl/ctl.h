@@ -37,6 +37,7 @@ int ctl_stats(struct ctl *c, int argc, char **argv);
 int ctl_status(struct ctl *c, int argc, char **argv);
 int ctl_unmatched(struct ctl *c, int argc, char **argv);
 int ctl_steering(struct ctl *c, int argc, char **argv);
+int ctl_plan(struct ctl *c, int argc, char **argv);
 int ctl_cache(struct ctl *c, int argc, char **argv);
 int ctl_query(struct ctl *c, int argc, char **argv);
 int ctl_reload(struct ctl *c, int argc, char **argv);
