@@ -1132,20 +1132,15 @@ int store_standby_decode(const void *key, size_t keylen, const uint8_t *val, siz
 	return 0;
 }
 
-/* Put (val != NULL) or delete partition's standby record, bumping the change counter. */
-static int standby_write(struct store *s, const char *partition, const uint8_t *val, size_t vlen)
+/* Run fn in one write transaction; the change counter moves; the map grows if needed. */
+static int write_txn(struct store *s, int (*fn)(struct store *s, MDB_txn *txn, void *arg), void *arg)
 {
-	if (s->readonly)
-		return -EROFS;
-	if (!s->has_standby)
-		return -EROFS; /* cannot happen: a writer's open creates it */
 	for (int tries = 0;; tries++) {
 		MDB_txn *txn;
 		int err = txn_begin(s, 0, &txn);
 		if (err != 0)
 			return err;
-		MDB_val k = { strlen(partition), (void *)partition }, v = { vlen, (void *)val };
-		int rc = val != NULL ? mdb_put(txn, s->standby, &k, &v, 0) : mdb_del(txn, s->standby, &k, NULL);
+		int rc = fn(s, txn, arg);
 		if (rc == MDB_SUCCESS)
 			rc = version_bump(s, txn);
 		if (rc != MDB_SUCCESS)
@@ -1156,11 +1151,37 @@ static int standby_write(struct store *s, const char *partition, const uint8_t *
 			return 0;
 		if (rc == MDB_NOTFOUND)
 			return -ENOENT;
+		if (rc == STORE_E_CORRUPT || rc == -ENOMEM || rc == -EINVAL)
+			return rc;
 		if (rc != MDB_MAP_FULL || tries >= STORE_GROW_TRIES)
 			return lmdb_write_error(s->dir, rc);
 		if ((err = map_grow(s)) != 0)
 			return err;
 	}
+}
+
+struct standby_write_arg {
+	const char *partition;
+	const uint8_t *val;
+	size_t vlen;
+};
+
+static int standby_write_txn(struct store *s, MDB_txn *txn, void *arg)
+{
+	const struct standby_write_arg *a = arg;
+	MDB_val k = { strlen(a->partition), (void *)a->partition }, v = { a->vlen, (void *)a->val };
+	return a->val != NULL ? mdb_put(txn, s->standby, &k, &v, 0) : mdb_del(txn, s->standby, &k, NULL);
+}
+
+/* Put (val != NULL) or delete partition's standby record, bumping the change counter. */
+static int standby_write(struct store *s, const char *partition, const uint8_t *val, size_t vlen)
+{
+	if (s->readonly)
+		return -EROFS;
+	if (!s->has_standby)
+		return -EROFS; /* cannot happen: a writer's open creates it */
+	struct standby_write_arg a = { partition, val, vlen };
+	return write_txn(s, standby_write_txn, &a);
 }
 
 int store_standby_set(struct store *s, const struct store_standby *b)
@@ -1292,34 +1313,12 @@ void store_plan_clear(struct store_plan *p)
 	p->len = 0;
 }
 
-/* Run one write transaction of plan changes: fn does them; the change counter moves; the map grows if needed. */
+/* One write transaction of plan changes (write_txn). */
 static int plan_write(struct store *s, int (*fn)(struct store *s, MDB_txn *txn, void *arg), void *arg)
 {
 	if (s->readonly || !s->has_plan)
 		return -EROFS;
-	for (int tries = 0;; tries++) {
-		MDB_txn *txn;
-		int err = txn_begin(s, 0, &txn);
-		if (err != 0)
-			return err;
-		int rc = fn(s, txn, arg);
-		if (rc == MDB_SUCCESS)
-			rc = version_bump(s, txn);
-		if (rc != MDB_SUCCESS)
-			txn_abort(s, txn);
-		else
-			rc = txn_commit(s, txn);
-		if (rc == MDB_SUCCESS)
-			return 0;
-		if (rc == MDB_NOTFOUND)
-			return -ENOENT;
-		if (rc == STORE_E_CORRUPT || rc == -ENOMEM || rc == -EINVAL)
-			return rc;
-		if (rc != MDB_MAP_FULL || tries >= STORE_GROW_TRIES)
-			return lmdb_write_error(s->dir, rc);
-		if ((err = map_grow(s)) != 0)
-			return err;
-	}
+	return write_txn(s, fn, arg);
 }
 
 struct plan_put_arg {
