@@ -114,22 +114,24 @@ assert_ne() {
 }
 
 # assert_contains DESC NEEDLE HAYSTACK (fixed string)
+# No pipe into grep -q: under pipefail, grep exiting at the first match can
+# kill printf with SIGPIPE and turn a match into a failure (seen in CI).
 assert_contains() {
-  if printf '%s' "$3" | grep -qF -- "$2"; then ok "$1"; else
+  if [[ "$3" == *"$2"* ]]; then ok "$1"; else
     fail "$1" "expected to contain: $2" "seen:" "$(printf '%s' "$3" | sed 's/^/         /')"
   fi
 }
 
 # assert_match DESC REGEX HAYSTACK (extended regex, any line)
 assert_match() {
-  if printf '%s\n' "$3" | grep -qE -- "$2"; then ok "$1"; else
+  if grep -qE -- "$2" <<<"$3"; then ok "$1"; else
     fail "$1" "expected to match: $2" "seen:" "$(printf '%s' "$3" | sed 's/^/         /')"
   fi
 }
 
 # assert_not_contains DESC NEEDLE HAYSTACK (fixed string)
 assert_not_contains() {
-  if ! printf '%s' "$3" | grep -qF -- "$2"; then ok "$1"; else
+  if [[ "$3" != *"$2"* ]]; then ok "$1"; else
     fail "$1" "expected not to contain: $2" "seen:" "$(printf '%s' "$3" | grep -F -- "$2" | sed 's/^/         /')"
   fi
 }
@@ -416,7 +418,7 @@ knot_wait() {
     local probe=harness-probe.${z#.}
     for ((i = 0; i < 100; i++)); do
       out=$(dig +time=1 +tries=1 +norecurse @"${IT_ADDR[$name]}" "$probe" TXT 2>/dev/null)
-      printf '%s' "$out" | grep -q 'status: NXDOMAIN' && break
+      [[ "$out" == *'status: NXDOMAIN'* ]] && break
       sleep 0.05
     done
     [ "$i" -lt 100 ] ||

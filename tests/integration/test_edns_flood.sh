@@ -26,7 +26,7 @@ slow=0 bad=0 worst=0
 for ((i = 0; i < 20; i++)); do
   out=$(pd_dig 127.0.2.10 "nx$i.customer.example" A)
   ms=$(printf '%s\n' "$out" | sed -n 's/^;; Query time: \([0-9]*\) msec/\1/p')
-  printf '%s' "$out" | grep -q 'status: NXDOMAIN' || bad=$((bad + 1))
+  [[ "$out" == *'status: NXDOMAIN'* ]] || bad=$((bad + 1))
   [ -n "$ms" ] || ms=99999
   [ "$ms" -le 1000 ] || slow=$((slow + 1))
   [ "$ms" -le "$worst" ] || worst=$ms
