@@ -54,21 +54,13 @@ static void load_include(struct loader *L)
 	free(st->conf.partitions.include);
 	st->conf.partitions.include = path;
 
-	char *buf;
-	size_t len;
-	int rc;
-	if (L->plan_text != NULL) { /* a staged plan stands in for the file (conf_load_plan) */
-		buf = malloc(L->plan_len + 1);
-		if (buf == NULL) {
-			L->oom = true;
-			return;
-		}
-		memcpy(buf, L->plan_text, L->plan_len);
-		buf[L->plan_len] = '\0';
-		len = L->plan_len;
-		rc = 0;
-	} else {
+	char *buf = NULL;
+	const char *text = L->plan_text; /* a staged plan stands in for the file (conf_load_plan) */
+	size_t len = L->plan_len;
+	int rc = 0;
+	if (text == NULL) {
 		rc = conf_read_file(path, true, &buf, &len);
+		text = buf;
 	}
 	if (rc != 0) {
 		size_t saved = conf_key_push(L, "partitions");
@@ -79,7 +71,7 @@ static void load_include(struct loader *L)
 		L->include_failed = true;
 		return;
 	}
-	rc = conf_ydoc_parse(&L->docs[1], buf, len, L->plan_text != NULL ? L->plan_name : path, 1, &L->diag);
+	rc = conf_ydoc_parse(&L->docs[1], text, len, L->plan_text != NULL ? L->plan_name : path, 1, &L->diag);
 	free(buf);
 	if (rc == CONF_E_YAML) {
 		L->yaml_failed = true;

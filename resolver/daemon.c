@@ -66,7 +66,6 @@ struct daemon {
 	pthread_mutex_t next_lock;
 	struct conf *next;           /* the config with the staged plan in place of its include; NULL = none */
 	time_t next_staged, next_at; /* when staged; when it goes live (0 = not asked yet) */
-	uint64_t next_version;       /* the store version it was read at */
 	time_t started;
 	char user[64];               /* who it runs as (server.user, or whoever started it) */
 	/* reloads (SIGHUP, partdnsctl reload), under reload_lock */
@@ -627,8 +626,8 @@ static struct conf *adopt_active_plan(struct daemon *d, struct conf *c, FILE *er
 	return a;
 }
 
-/* Read the staged plan (if any) for /next/ and its activation; cfg is the running config. */
-static void load_next_plan(struct daemon *d, uint64_t version)
+/* Read the staged plan (if any) for /next/ and its activation. */
+static void load_next_plan(struct daemon *d)
 {
 	struct store_plan p;
 	struct conf *n = NULL;
@@ -646,7 +645,6 @@ static void load_next_plan(struct daemon *d, uint64_t version)
 	d->next = n;
 	d->next_staged = n ? (time_t)p.staged_at : 0;
 	d->next_at = n ? (time_t)p.activate_at : 0;
-	d->next_version = version;
 	pthread_mutex_unlock(&d->next_lock);
 	conf_free(old);
 	if (rc == 0)
@@ -717,7 +715,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	struct snapshot *first = snapshot_get(&d->snapshots);
 	d->boot = snapshot_conf_hold(first);
 	snapshot_release(first);
-	load_next_plan(d, version);
+	load_next_plan(d);
 	d->cache = cache_new(c->cache.max_bytes, 0);
 	if (d->cache == NULL || cache_set_tags(d->cache, PARTITION_MAX + 1, cache_tag) != 0) {
 		log_err("cannot create the cache (cache.max_bytes %llu)", (unsigned long long)c->cache.max_bytes);
@@ -1113,7 +1111,7 @@ static void poll_store(struct daemon *d)
 			         (unsigned long long)version, n, nsb, flushed);
 	}
 	pthread_mutex_unlock(&d->reload_lock);
-	load_next_plan(d, v);
+	load_next_plan(d);
 }
 
 /*
@@ -1140,9 +1138,7 @@ static void activate_due(struct daemon *d)
 	log_info("activating the staged plan %u", serial);
 	if (daemon_reload(d, NULL) != 0)
 		log_err("the staged plan %u could not go live; the running plan stays (see above)", serial);
-	uint64_t v = 0;
-	store_version(d->store, &v);
-	load_next_plan(d, v); /* none staged now */
+	load_next_plan(d); /* none staged now */
 }
 
 /*

@@ -218,7 +218,6 @@ int ctl_store_open(struct ctl *c, const char *what, bool readonly, bool create, 
                    bool *missing)
 {
 	const char *dir = ctl_store_dir(c);
-	char msg[1024];
 	if (missing != NULL)
 		*missing = false;
 	if (ctl_store_as_owner(dir) != 0)
@@ -246,7 +245,13 @@ int ctl_store_open(struct ctl *c, const char *what, bool readonly, bool create, 
 		*missing = true;
 		return CTL_OK;
 	}
-	ctl_error("%s: %s", what, store_message(err, dir, msg, sizeof(msg)));
+	return ctl_store_fail(c, what, err);
+}
+
+int ctl_store_fail(struct ctl *c, const char *what, int err)
+{
+	char msg[1024];
+	ctl_error("%s: %s", what, store_message(err, ctl_store_dir(c), msg, sizeof(msg)));
 	return CTL_ERROR;
 }
 

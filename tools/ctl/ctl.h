@@ -66,6 +66,9 @@ int ctl_store_as_owner(const char *dir);
  */
 int ctl_store_open(struct ctl *c, const char *what, bool readonly, bool create, struct store **s, bool *missing);
 
+/** A store call failed: "partdnsctl: WHAT: " + store_message on stderr. @return CTL_ERROR. */
+int ctl_store_fail(struct ctl *c, const char *what, int err);
+
 /** "partdnsctl: " + message + newline on stderr. */
 void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

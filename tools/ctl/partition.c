@@ -244,11 +244,8 @@ static int partition_failover(struct ctl *c, int argc, char **argv)
 		return rc;
 	int err = store_standby_set(s, &b);
 	store_close(s);
-	if (err != 0) {
-		char msg[1024];
-		ctl_error("partition failover: %s", store_message(err, ctl_store_dir(c), msg, sizeof(msg)));
-		return CTL_ERROR;
-	}
+	if (err != 0)
+		return ctl_store_fail(c, "partition failover", err);
 	printf("%s: on standby (%s) until partition failback %s; the daemon switches within a second and drops "
 	       "the city's cached flagged answers\n", name, target, name);
 	return CTL_OK;
@@ -274,11 +271,8 @@ static int partition_failback(struct ctl *c, int argc, char **argv)
 		ctl_error("partition failback: '%s' is not failed over", name);
 		return CTL_ERROR;
 	}
-	if (err != 0) {
-		char msg[1024];
-		ctl_error("partition failback: %s", store_message(err, ctl_store_dir(c), msg, sizeof(msg)));
-		return CTL_ERROR;
-	}
+	if (err != 0)
+		return ctl_store_fail(c, "partition failback", err);
 	printf("%s: back on its own identity; the daemon switches within a second\n", name);
 	return CTL_OK;
 }

@@ -43,13 +43,6 @@ static void show_time(int64_t t, char *buf, size_t size)
 		snprintf(buf, size, "-");
 }
 
-static int store_fail(struct ctl *c, const char *what, int err)
-{
-	char msg[1024];
-	ctl_error("%s: %s", what, store_message(err, ctl_store_dir(c), msg, sizeof(msg)));
-	return CTL_ERROR;
-}
-
 static int plan_stage(struct ctl *c, int argc, char **argv)
 {
 	int first;
@@ -118,7 +111,7 @@ static int plan_stage(struct ctl *c, int argc, char **argv)
 	store_close(s);
 	free(text);
 	if (err != 0)
-		return store_fail(c, "plan stage", err);
+		return ctl_store_fail(c, "plan stage", err);
 	printf("staged plan %u (%zu partitions) from %s: published under /next/ by server.http; it goes live "
 	       "with partdnsctl plan activate [--at TIME]\n",
 	       serial, nparts, file);
@@ -165,7 +158,7 @@ static int plan_activate(struct ctl *c, int argc, char **argv)
 	}
 	if (err != 0) {
 		store_close(s);
-		return store_fail(c, "plan activate", err);
+		return ctl_store_fail(c, "plan activate", err);
 	}
 	int64_t now = (int64_t)time(NULL);
 	p.activate_at = at != 0 ? at : now;
@@ -176,7 +169,7 @@ static int plan_activate(struct ctl *c, int argc, char **argv)
 	printf("plan %u goes live %s%s; the daemon switches within a second of it (partdnsctl status: plan_serial)\n",
 	       p.serial, p.activate_at <= now ? "now" : "at ", p.activate_at <= now ? "" : when);
 	store_plan_clear(&p);
-	return err != 0 ? store_fail(c, "plan activate", err) : CTL_OK;
+	return err != 0 ? ctl_store_fail(c, "plan activate", err) : CTL_OK;
 }
 
 static void show_one(const char *what, const struct store_plan *p)
@@ -215,7 +208,7 @@ static int plan_show(struct ctl *c, int argc, char **argv)
 		store_plan_clear(&p);
 		if (err != 0 && err != -ENOENT) {
 			store_close(s);
-			return store_fail(c, "plan show", err);
+			return ctl_store_fail(c, "plan show", err);
 		}
 	}
 	store_close(s);
@@ -243,7 +236,7 @@ static int plan_cancel(struct ctl *c, int argc, char **argv)
 		return CTL_ERROR;
 	}
 	if (err != 0)
-		return store_fail(c, "plan cancel", err);
+		return ctl_store_fail(c, "plan cancel", err);
 	printf("staged plan withdrawn: /next/ is empty, the running plan is unchanged\n");
 	return CTL_OK;
 }
