@@ -131,6 +131,17 @@ static uint16_t get_be16(const uint8_t *p)
 	return (uint16_t)((p[0] << 8) | p[1]);
 }
 
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	put_be16(p, (uint16_t)(v >> 16));
+	put_be16(p + 2, (uint16_t)v);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)get_be16(p) << 16 | get_be16(p + 2);
+}
+
 static void put_be64(uint8_t *p, uint64_t v)
 {
 	for (int i = 7; i >= 0; i--) {
@@ -1265,12 +1276,11 @@ uint8_t *store_plan_encode(const struct store_plan *p, size_t *len)
 		return NULL;
 	uint8_t *o = b;
 	*o++ = PLAN_V1;
-	for (int i = 0; i < 4; i++)
-		*o++ = (uint8_t)(p->serial >> (24 - 8 * i));
-	put_be64(o, (uint64_t)p->staged_at);
-	put_be64(o + 8, (uint64_t)p->activate_at);
-	put_be64(o + 16, (uint64_t)p->activated_at);
-	o += 24;
+	put_be32(o, p->serial);
+	put_be64(o + 4, (uint64_t)p->staged_at);
+	put_be64(o + 12, (uint64_t)p->activate_at);
+	put_be64(o + 20, (uint64_t)p->activated_at);
+	o += 28;
 	*o++ = (uint8_t)ul;
 	memcpy(o, p->by, ul);
 	o += ul;
@@ -1284,7 +1294,7 @@ int store_plan_decode(const uint8_t *v, size_t len, struct store_plan *out)
 	memset(out, 0, sizeof(*out));
 	if (len < PLAN_HEAD || v[0] != PLAN_V1)
 		return STORE_E_CORRUPT;
-	out->serial = (uint32_t)v[1] << 24 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 8 | v[4];
+	out->serial = get_be32(v + 1);
 	out->staged_at = (int64_t)get_be64(v + 5);
 	out->activate_at = (int64_t)get_be64(v + 13);
 	out->activated_at = (int64_t)get_be64(v + 21);
