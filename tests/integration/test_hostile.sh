@@ -99,10 +99,10 @@ is_rcode() { [ "$(rcode_of)" = "$1" ]; }
 has_rr() { answer_normal | grep -qxF -- "$1 $2 $3"; }
 answer_is() { [ "$(answer_normal)" = "$1" ]; }
 answer_a_is() { [ "$(section ANSWER | awk '$4 == "A" {print $5}' | sort | tr '\n' ' ')" = "$1 " ]; }
-lacks() { ! printf '%s\n' "$OUT" | grep -qiF -- "$1"; }
+lacks() { ! grep -qiF -- "$1" <<<"$OUT"; }
 flag_set() { [[ " $(header_flags) " == *" $1 "* ]]; }
 flag_clear() { [ -n "$(header_flags)" ] && ! flag_set "$1"; }
-has_ede() { printf '%s\n' "$OUT" | grep -qE '^; EDE: [0-9]+'; }
+has_ede() { grep -qE '^; EDE: [0-9]+' <<<"$OUT"; }
 ttls_at_most() {
   local max
   max=$(all_records | awk 'BEGIN {m = 0} $2 > m {m = $2} END {print m}')

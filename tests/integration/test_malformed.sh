@@ -58,7 +58,7 @@ check() {
     NOTIMP) [ "$id" = 5a17 ] && [ $qr = 1 ] && [ $got_rcode = 4 ] && [ "$qd" = 0000 ] && [ $opcode = $q_opcode ] ;;
     # OPT: owner root (00), type 41 (0029), class = size, TTL's first byte = extended rcode 1
     BADVERS) [ "$id" = 5a17 ] && [ $qr = 1 ] && [ $got_rcode = 0 ] &&
-             printf '%s' "$r" | grep -qE '000029[0-9a-f]{4}01' ;;
+             grep -qE '000029[0-9a-f]{4}01' <<<"$r" ;;
     *) fail "$what: unknown reaction in README.txt"; return ;;
   esac
   if [ $? -eq 0 ]; then ok "$what"; else

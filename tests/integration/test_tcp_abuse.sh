@@ -42,7 +42,7 @@ legit_tcp() {
   local t0 out
   t0=$(ms_now)
   out=$(dig +time=3 +tries=1 -b "$1" @"$PD_ADDR" -p "$PD_PORT" www.customer.example A +tcp +noall +answer 2>&1)
-  if printf '%s\n' "$out" | awk '$4 == "A" {print $5}' | grep -qx 203.0.113.10; then
+  if awk '$4 == "A" {print $5}' <<<"$out" | grep -qx 203.0.113.10; then
     echo "ANSWERED $(($(ms_now) - t0))"
   else
     echo "FAILED $(($(ms_now) - t0))"
