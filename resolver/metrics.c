@@ -155,8 +155,17 @@ static void write_global(FILE *out, const struct stats_view *v)
 	       "EDNS-pool responses that did not match their query (ID, question or ECS).",
 	       v->pool[STATS_POOL_EDNS][C_upstream_mismatch]);
 	single(out, "partdns_zone_cut_lookups_total", "counter",
-	       "libunbound lookups of the EDNS pool to find zone cuts and server addresses.",
+	       "libunbound lookups of the EDNS pool to find zone cuts, server addresses and DNSSEC keys.",
 	       v->pool[STATS_POOL_EDNS][C_ub_lookups]);
+	family(out, "partdns_dnssec_answers_total", "counter",
+	       "EDNS-pool answers (one per CNAME hop) by DNSSEC validation result, with resolver.trust_anchor "
+	       "set: secure, insecure (unsigned zone), bogus (or unprovable: answered SERVFAIL).");
+	fprintf(out, "partdns_dnssec_answers_total{result=\"secure\"} %llu\n",
+	        (unsigned long long)v->pool[STATS_POOL_EDNS][C_dnssec_secure]);
+	fprintf(out, "partdns_dnssec_answers_total{result=\"insecure\"} %llu\n",
+	        (unsigned long long)v->pool[STATS_POOL_EDNS][C_dnssec_insecure]);
+	fprintf(out, "partdns_dnssec_answers_total{result=\"bogus\"} %llu\n",
+	        (unsigned long long)v->pool[STATS_POOL_EDNS][C_dnssec_bogus]);
 	single(out, "partdns_zone_limited_total", "counter",
 	       "Normal-pool lookups failed at once because their parent domain had resolver.zone_inflight in "
 	       "flight.", v->pool[STATS_POOL_NORMAL][C_zone_limited]);

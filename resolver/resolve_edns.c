@@ -29,6 +29,7 @@
 #include "resolver/log.h"
 #include "resolver/steering.h"
 #include "resolver/ubctx.h"
+#include "resolver/val.h"
 #include "util/hash.h"
 
 #define MAX_HOPS 8        /* CNAME hops followed across responses */
@@ -58,10 +59,12 @@ static const struct wire_ede EDE_SLOW = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "reso
 static const struct wire_ede EDE_DOWN = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "every server of the zone is down" };
 static const struct wire_ede EDE_RATE = { WIRE_EDE_OTHER, "zone query rate exceeded" };
 static const struct wire_ede EDE_FAMILY = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no server of a family edns.outgoing has" };
+static const struct wire_ede EDE_VAL_MALFORMED = { WIRE_EDE_INVALID_DATA, "answer cannot be validated" };
 
 /* Where a resolution is: finding the zone cut (SOA, NS, addresses), waiting
- * for another resolution's cut discovery, or asking the zone's servers. */
-enum est { E_SOA, E_NS, E_ADDR, E_WAIT, E_QUERY };
+ * for another resolution's cut discovery, asking the zone's servers, or
+ * fetching what the DNSSEC validation of a hop's answer needs. */
+enum est { E_SOA, E_NS, E_ADDR, E_WAIT, E_QUERY, E_VALIDATE };
 enum eev_kind { EEV_JOBS, EEV_UB, EEV_STOP, EEV_SOCK };
 
 struct eev {
@@ -134,6 +137,16 @@ struct resolve_edns {
 	struct conf_addr *out[2]; /* [0] IPv4, [1] IPv6 */
 	size_t nout[2];
 	struct steering *steering; /* what each city's final answers say (partdnsctl steering) */
+	bool validate;             /* a trust anchor is configured: every hop's answer is validated */
+};
+
+/* A hop's answer being validated (E_VALIDATE): what to do with it after, and the lookups it needs. */
+struct eval {
+	struct edns_verdict v;        /* the hop's verdict; v.msg is the answer */
+	struct val_needs needs;
+	unsigned next;                /* the next need to look up */
+	uint8_t *answers[VAL_MAX_NEEDS]; /* secure DNSKEY answers, copied from libunbound */
+	char why[VAL_MAX_NEEDS][160];    /* libunbound's why_bogus, copied */
 };
 
 /* One resolution in progress. */
@@ -174,10 +187,13 @@ struct eres {
 	uint8_t *tbuf; /* TCP response being read */
 	size_t tlen;
 	struct timespec sent_rt; /* dnstap: when the query went out (realtime) */
+	struct eval *val;        /* E_VALIDATE only (malloc'd) */
 };
 
 static void eres_query(struct eres *r);
 static void eres_start_hop(struct eres *r);
+static void hop_answered(struct eres *r, struct edns_verdict *v);
+static void val_next(struct eres *r);
 static void wake_waiters(struct eres *r);
 static bool discovering(const struct eres *r);
 static void zcache_put_failed(struct eres *r);
@@ -383,6 +399,12 @@ static void eres_free(struct eres *r)
 	if (r->next)
 		r->next->prev = r->prev;
 	budget_release(t->pool, r->job->partition, r->rule_slot);
+	if (r->val) {
+		edns_verdict_clear(&r->val->v);
+		for (unsigned i = 0; i < VAL_MAX_NEEDS; i++)
+			free(r->val->answers[i]);
+		free(r->val);
+	}
 	free(r->acc);
 	free(r);
 }
@@ -585,6 +607,7 @@ static bool discovery_running(const struct eres *r)
 /* ---- libunbound lookups (zone cut, nameserver addresses) ---- */
 
 static void ub_done(void *arg, int err, struct ub_result *res);
+static void on_val_lookup(struct eres *r, int err, struct ub_result *res);
 
 static void ub_lookup(struct eres *r, const uint8_t *name, size_t len, uint16_t type)
 {
@@ -676,6 +699,10 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 {
 	struct eres *r = arg;
 	r->ub_busy = false;
+	if (r->st == E_VALIDATE) {
+		on_val_lookup(r, err, res);
+		return;
+	}
 	if (err != 0 || res == NULL || res->answer_packet == NULL || res->answer_len < WIRE_HEADER_SIZE) {
 		if (res)
 			ub_resolve_free(res);
@@ -718,9 +745,138 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 	case E_NS: on_ns(r, msg, len); break;
 	case E_ADDR: on_addr(r, msg, len); break;
 	case E_WAIT:
-	case E_QUERY: break;
+	case E_QUERY:
+	case E_VALIDATE: break;
 	}
 	ub_resolve_free(res);
+}
+
+/* ---- a hop's answer: validated, spliced, followed ---- */
+
+/* The hop's answer stands (validated, or nothing to validate): splice it and follow its CNAME, or finish. */
+static void hop_accept(struct eres *r, struct edns_verdict *v)
+{
+	struct job *job = r->job;
+	if (v->step == EDNS_STEP_CNAME) {
+		if (r->hops >= MAX_HOPS) {
+			edns_verdict_clear(v);
+			eres_fail(r, &EDE_CHAIN, "CNAME chain too long");
+			return;
+		}
+		/* splice this hop and resolve the target, with the same ECS */
+		if (acc_append(r, v->msg, v->msg_len) != 0) {
+			edns_verdict_clear(v);
+			return;
+		}
+		edns_verdict_clear(v);
+		r->hops++;
+		close_sock(r);
+		memcpy(r->name, v->target, v->target_len);
+		r->name_len = v->target_len;
+		eres_start_hop(r);
+		return;
+	}
+	steering_note(r->t->pool->steering, part_name(job), job->rule.name, v->ecs_echoed, v->ecs_scope, v->msg,
+	              v->msg_len);
+	eres_done(r, v->msg, v->msg_len);
+	edns_verdict_clear(v);
+}
+
+/*
+ * With a trust anchor, each hop's answer is validated on its own (its zone's
+ * keys, its own proofs) before it is spliced: the keys come from this
+ * thread's libunbound context, which validates them up to the anchor, one
+ * lookup at a time (val.h). CD=1 asks for the data unchecked (RFC 4035
+ * §3.2.2): such jobs have their own cache entries and never get AD.
+ */
+static void hop_answered(struct eres *r, struct edns_verdict *v)
+{
+	if (!r->t->pool->validate || r->job->cd_bit) {
+		hop_accept(r, v);
+		return;
+	}
+	close_sock(r); /* the exchange is over; the lookups may take a while */
+	struct eval *e = calloc(1, sizeof(*e));
+	if (e == NULL) {
+		edns_verdict_clear(v);
+		eres_fail(r, NULL, "out of memory");
+		return;
+	}
+	e->v = *v;
+	v->msg = NULL;
+	r->val = e;
+	r->st = E_VALIDATE;
+	if (val_needs(e->v.msg, e->v.msg_len, r->name, r->name_len, &e->needs) != 0) {
+		counter_inc(&r->t->ctr.dnssec_bogus);
+		eres_fail(r, &EDE_VAL_MALFORMED, "DNSSEC: answer malformed or needs too many keys");
+		return;
+	}
+	val_next(r);
+}
+
+static void val_next(struct eres *r)
+{
+	struct eval *e = r->val;
+	if (e->next < e->needs.n) {
+		const struct val_need *n = &e->needs.need[e->next];
+		ub_lookup(r, n->name, n->name_len, n->type);
+		return;
+	}
+	struct val_outcome o;
+	val_check(e->v.msg, e->v.msg_len, r->name, r->name_len, r->job->qtype, &e->needs, time(NULL), &o);
+	if (o.state == VAL_BOGUS || o.state == VAL_INDETERMINATE) {
+		counter_inc(&r->t->ctr.dnssec_bogus);
+		char why[512], name[256] = "?";
+		wire_name_to_text(r->name, r->name_len, name, sizeof(name));
+		snprintf(why, sizeof(why), "DNSSEC %s at %s (zone %s): %s", val_state_name(o.state), name, o.zone,
+		         o.why ? o.why : "?");
+		/* o.ede's text is static: the result keeps a copy of the struct */
+		eres_fail(r, &o.ede, why);
+		return;
+	}
+	if (o.state == VAL_SECURE) {
+		counter_inc(&r->t->ctr.dnssec_secure);
+		e->v.msg[3] |= WIRE_FLAG_AD; /* kept through the splice only if every hop has it */
+	} else {
+		counter_inc(&r->t->ctr.dnssec_insecure);
+	}
+	struct edns_verdict v = e->v;
+	e->v.msg = NULL;
+	for (unsigned i = 0; i < VAL_MAX_NEEDS; i++)
+		free(e->answers[i]);
+	free(e);
+	r->val = NULL;
+	r->st = E_QUERY;
+	hop_accept(r, &v);
+}
+
+/* libunbound's verdict on one lookup validation needs. */
+static void on_val_lookup(struct eres *r, int err, struct ub_result *res)
+{
+	struct eval *e = r->val;
+	struct val_need *n = &e->needs.need[e->next];
+	if (err != 0 || res == NULL) {
+		n->state = VAL_INDETERMINATE;
+	} else if (res->bogus) {
+		n->state = VAL_BOGUS;
+		snprintf(e->why[e->next], sizeof(e->why[0]), "%s", res->why_bogus ? res->why_bogus : "bogus keys");
+		n->why = e->why[e->next];
+	} else if (res->secure) {
+		n->state = VAL_SECURE;
+		if (n->type == WIRE_TYPE_DNSKEY && res->answer_packet && res->answer_len > 0 &&
+		    (e->answers[e->next] = malloc((size_t)res->answer_len)) != NULL) {
+			memcpy(e->answers[e->next], res->answer_packet, (size_t)res->answer_len);
+			n->answer = e->answers[e->next];
+			n->answer_len = (size_t)res->answer_len;
+		}
+	} else {
+		/* not secure, not bogus: insecure, unless libunbound could not tell */
+		n->state = res->rcode == WIRE_RCODE_SERVFAIL ? VAL_INDETERMINATE : VAL_INSECURE;
+	}
+	if (res)
+		ub_resolve_free(res);
+	e->next++;
+	val_next(r);
 }
 
 /* ---- the ECS-bearing upstream exchange ---- */
@@ -964,30 +1120,10 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 		follow_referral(r, v.cut, v.cut_len, resp, len);
 		return;
 	case EDNS_STEP_CNAME:
-		if (r->hops >= MAX_HOPS) {
-			edns_verdict_clear(&v);
-			eres_fail(r, &EDE_CHAIN, "CNAME chain too long");
-			return;
-		}
-		/* splice this hop and resolve the target, with the same ECS */
-		if (acc_append(r, v.msg, v.msg_len) != 0) {
-			edns_verdict_clear(&v);
-			return;
-		}
-		edns_verdict_clear(&v);
-		r->hops++;
-		close_sock(r);
-		memcpy(r->name, v.target, v.target_len);
-		r->name_len = v.target_len;
-		eres_start_hop(r);
-		return;
 	case EDNS_STEP_DONE:
 		break;
 	}
-	steering_note(r->t->pool->steering, part_name(job), job->rule.name, v.ecs_echoed, v.ecs_scope, v.msg,
-	              v.msg_len);
-	eres_done(r, v.msg, v.msg_len);
-	edns_verdict_clear(&v);
+	hop_answered(r, &v);
 }
 
 static void on_sock(struct eres *r, uint32_t events)
@@ -1213,6 +1349,7 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 	if (p == NULL)
 		return NULL;
 	p->stop_fd = stop_fd;
+	p->validate = ubctx_validates(c);
 	hash_key_random(&p->key);
 	p->nthreads = c->edns.threads ? c->edns.threads : 1;
 	p->max_inflight = c->edns.max_inflight ? c->edns.max_inflight : 1000;

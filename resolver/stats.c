@@ -43,7 +43,10 @@ static const struct pool_item edns_items[] = {
 	{ "upstream_timeouts", C_upstream_timeouts, false },
 	{ "upstream_mismatch", C_upstream_mismatch, false }, /* replies not matching their query */
 	{ "failures", C_upstream_errors, false },          /* resolutions ended SERVFAIL */
-	{ "cut_lookups", C_ub_lookups, false },            /* libunbound lookups for zone cuts and addresses */
+	{ "cut_lookups", C_ub_lookups, false },            /* libunbound lookups for zone cuts, addresses and DNSSEC keys */
+	{ "dnssec_secure", C_dnssec_secure, false },       /* hop answers validated secure */
+	{ "dnssec_insecure", C_dnssec_insecure, false },   /* ... proven insecure (unsigned zone) */
+	{ "dnssec_bogus", C_dnssec_bogus, false },         /* ... bogus or unprovable: SERVFAIL */
 	{ NULL, 0, false },
 };
 

@@ -107,6 +107,14 @@ int ubctx_check_files(const struct conf *c, char *why, size_t len)
 	return 0;
 }
 
+bool ubctx_validates(const struct conf *c)
+{
+	bool anchors = c->resolver.trust_anchor && c->resolver.trust_anchor[0];
+	for (size_t i = 0; i < c->resolver.noptions && !anchors; i++)
+		anchors = strstr(c->resolver.options[i].name, "trust") != NULL;
+	return anchors;
+}
+
 struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share)
 {
 	struct ub_ctx *ctx = base ? ub_ctx_create_event(base) : ub_ctx_create();
@@ -159,9 +167,7 @@ struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const st
 	 * instructions less per miss. Trust-anchor options of the operator's
 	 * keep the validator.
 	 */
-	bool anchors = c->resolver.trust_anchor && c->resolver.trust_anchor[0];
-	for (size_t i = 0; i < c->resolver.noptions && !anchors; i++)
-		anchors = strstr(c->resolver.options[i].name, "trust") != NULL;
+	bool anchors = ubctx_validates(c);
 	const char *defaults[][2] = { { "outgoing-range:", range },
 	                              { "ratelimit:", qps },
 	                              { "module-config:", anchors ? NULL : "iterator" } };

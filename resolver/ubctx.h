@@ -45,6 +45,12 @@ struct ubctx_share {
 struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share);
 
 /**
+ * Does a context from c validate (resolver.trust_anchor, or a trust-anchor
+ * option in resolver.options)? Without one it runs the iterator alone.
+ */
+bool ubctx_validates(const struct conf *c);
+
+/**
  * Can this process read the files libunbound will open (resolver.root_hints,
  * resolver.trust_anchor)? libunbound reads them only at its first lookup,
  * where a missing file turns every query into SERVFAIL with nothing said at

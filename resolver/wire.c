@@ -1535,7 +1535,9 @@ int wire_cname_prefix(const uint8_t *resp, size_t len, unsigned hops, uint8_t **
 		return -ENOMEM;
 	uint8_t hdr[WIRE_HEADER_SIZE] = {0};
 	memcpy(hdr, resp, 2);
-	wr16(hdr + 2, (uint16_t)(rd16(resp + 2) & ~(WIRE_FLAG_RCODE | WIRE_FLAG_AD | WIRE_FLAG_AA | WIRE_FLAG_TC)));
+	/* AD stays: those CNAMEs are part of what libunbound validated; the
+	 * splice keeps it only if the EDNS pool's hops validate too */
+	wr16(hdr + 2, (uint16_t)(rd16(resp + 2) & ~(WIRE_FLAG_RCODE | WIRE_FLAG_AA | WIRE_FLAG_TC)));
 	wr16(hdr + 4, 1);
 	wr16(hdr + 6, (uint16_t)hops);
 	int rc = enc_put(e, hdr, WIRE_HEADER_SIZE);

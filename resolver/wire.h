@@ -66,6 +66,11 @@ enum {
 	WIRE_TYPE_TXT = 16,
 	WIRE_TYPE_AAAA = 28,
 	WIRE_TYPE_OPT = 41,
+	WIRE_TYPE_DS = 43,
+	WIRE_TYPE_RRSIG = 46,
+	WIRE_TYPE_NSEC = 47,
+	WIRE_TYPE_DNSKEY = 48,
+	WIRE_TYPE_NSEC3 = 50,
 	WIRE_TYPE_ANY = 255,
 };
 #define WIRE_CLASS_IN 1
@@ -75,12 +80,19 @@ enum {
 enum {
 	WIRE_EDE_OTHER = 0,
 	WIRE_EDE_STALE_ANSWER = 3,
+	WIRE_EDE_UNSUPPORTED_DNSKEY_ALG = 1,
 	WIRE_EDE_DNSSEC_BOGUS = 6,
+	WIRE_EDE_SIGNATURE_EXPIRED = 7,
+	WIRE_EDE_SIGNATURE_NOT_YET_VALID = 8,
+	WIRE_EDE_DNSKEY_MISSING = 9,
+	WIRE_EDE_RRSIGS_MISSING = 10,
+	WIRE_EDE_NSEC_MISSING = 12,
 	WIRE_EDE_CACHED_ERROR = 13,
 	WIRE_EDE_NOT_AUTHORITATIVE = 20,
 	WIRE_EDE_NO_REACHABLE_AUTHORITY = 22,
 	WIRE_EDE_NETWORK_ERROR = 23,
 	WIRE_EDE_INVALID_DATA = 24,
+	WIRE_EDE_UNSUPPORTED_NSEC3_ITER = 27,
 };
 
 /* An Extended DNS Error: INFO-CODE and EXTRA-TEXT (static, or NULL for none). */
@@ -470,8 +482,8 @@ int wire_rdata_name(const struct wire_iter *it, const struct wire_rr *rr, size_t
 
 /**
  * The first hops records of the CNAME chain from qname in resp's answer
- * section, as a message of their own: resp's header (rcode NOERROR, AA and
- * AD cleared) and question, those CNAME records as the answer, nothing
+ * section, as a message of their own: resp's header (rcode NOERROR, AA
+ * cleared, AD kept) and question, those CNAME records as the answer, nothing
  * else. It is the part of an answer a partitioned client shares with
  * everybody when its chain enters an EDNS domain after hops hops.
  * @param out      out: malloc'd message, caller frees
