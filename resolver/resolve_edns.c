@@ -60,6 +60,10 @@ static const struct wire_ede EDE_DOWN = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "ever
 static const struct wire_ede EDE_RATE = { WIRE_EDE_OTHER, "zone query rate exceeded" };
 static const struct wire_ede EDE_FAMILY = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no server of a family edns.outgoing has" };
 static const struct wire_ede EDE_VAL_MALFORMED = { WIRE_EDE_INVALID_DATA, "answer cannot be validated" };
+static const struct wire_ede EDE_CUT_BOGUS = { WIRE_EDE_DNSSEC_BOGUS, "the zone's SOA or NS did not validate" };
+static const struct wire_ede EDE_CUT_EXPIRED = { WIRE_EDE_SIGNATURE_EXPIRED, "the zone's SOA or NS signature expired" };
+static const struct wire_ede EDE_CUT_NOT_YET = { WIRE_EDE_SIGNATURE_NOT_YET_VALID,
+	                                          "the zone's SOA or NS signature is not yet valid" };
 
 /* Where a resolution is: finding the zone cut (SOA, NS, addresses), waiting
  * for another resolution's cut discovery, asking the zone's servers, or
@@ -701,6 +705,21 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 	r->ub_busy = false;
 	if (r->st == E_VALIDATE) {
 		on_val_lookup(r, err, res);
+		return;
+	}
+	if (err == 0 && res != NULL && res->bogus && !r->job->cd_bit) {
+		/* the zone cut itself is forged or expired: say so, not "zone not found" */
+		char why[400];
+		snprintf(why, sizeof(why), "DNSSEC: zone-cut lookup bogus: %s", res->why_bogus ? res->why_bogus : "?");
+		/* libunbound's reasons (validator/val_sigcrypt.c) name the names involved:
+		 * match its phrases, not a word a name may hold */
+		const char *w = res->why_bogus ? res->why_bogus : "";
+		const struct wire_ede *ede = strstr(w, ": signature expired") ? &EDE_CUT_EXPIRED
+		                             : strstr(w, ": signature before inception date") ? &EDE_CUT_NOT_YET
+		                                                                              : &EDE_CUT_BOGUS;
+		ub_resolve_free(res);
+		counter_inc(&r->t->ctr.dnssec_bogus);
+		eres_fail(r, ede, why);
 		return;
 	}
 	if (err != 0 || res == NULL || res->answer_packet == NULL || res->answer_len < WIRE_HEADER_SIZE) {

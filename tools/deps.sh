@@ -11,6 +11,8 @@ PACKAGES=(
   clang libclang-rt-14-dev                          # libFuzzer targets
   knot knot-module-geoip knot-module-dnstap knot-dnsutils  # authoritative hierarchy + GSLB (query log) for tests
   unbound                                           # reference ECS recursor
+  pdns-recursor dnsdist gnuplot-nox                 # bench/province.sh: the other ECS set-ups, its chart (SVG)
+  ldnsutils                                         # ldns-signzone: pre-signed (broken) zones for DNSSEC tests
   bind9-dnsutils dnsperf iproute2 lmdb-utils procps # dig, benchmarks, ss, pgrep
   libfstrm-dev libprotobuf-c-dev protobuf-c-compiler fstrm-bin  # server.dnstap: fstrm writer, protobuf-c, protoc-c; fstrm_capture in tests
   prometheus curl                                   # promtool check metrics and scrapes in test_metrics.sh
@@ -27,7 +29,7 @@ fi
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-# Installing knot/unbound must not start system daemons on port 53: the tests
+# Installing knot/unbound/pdns-recursor/dnsdist must not start system daemons on port 53: the tests
 # start their own. policy-rc.d 101 = "action forbidden" for invoke-rc.d.
 added_policy=0
 if [ ! -e /usr/sbin/policy-rc.d ]; then

@@ -23,6 +23,20 @@
 #          a test's own server (corp.internal. in test_forward_zones.sh)
 #   NET.53@PORT   partdns under test (PORT = 5301 + N for NET 127.10.N), also ::1@PORT
 #
+# A signed chain of trust (IT_SIGN_CHAIN=1 before harness_start_all; see
+# harness_sign_chain; needs keymgr and Debian's ldnsutils): knotd signs ".",
+# example., test., customer.example. and cdn.test. online (one ECDSAP256SHA256
+# CSK each, NSEC), each DS in its parent, so a validator whose trust anchor is
+# the root's DNSKEY (harness_root_key FILE) gets AD for www.customer.example
+# and for the GSLB's per-subnet answers (mod-geoip signs them online).  The
+# customer's server also serves, delegated from example.:
+#   insecure.example.  unsigned, no DS: an insecure delegation
+#   forged.example.    pre-signed, DS; www (tampered RRSIG), nosig (no RRSIG),
+#                      wrongkey (RRSIG by an unpublished key) are bogus; ok is fine
+#   expired.example.   pre-signed, DS; www's RRSIGs expired, notyet's not yet valid
+#   stale.example.     pre-signed, DS; every RRSIG expired, the apex's too
+# (zones/*.zone.in say more).  Unset, every zone and config is as before.
+#
 # What the servers saw -- how and why:
 #   * Counting: every knotd loads mod-stats, and knot_query_count NAME reads
 #     `knotc stats` (server-operation[query]); live and exact.
@@ -321,7 +335,10 @@ it_subst() { sed -e "s|@NET@|$NET|g" -e "s|@TMP@|$IT_TMP|g" "$1" > "$2"; }
 # server has ECS on (so its response log shows each query's ECS), mod-stats and
 # mod-dnstap; the GSLB (NAME=gslb) also mod-geoip on its zone.  A server named
 # in KNOT_ECS_OFF (space separated) has ECS off: it ignores ECS, as an
-# authority that cannot steer does.
+# authority that cannot steer does.  A zone named in KNOT_SIGN_ZONES (space
+# separated, absolute names; harness_start_all sets it for IT_SIGN_CHAIN=1) is
+# signed online with policy "it", whose keys harness_sign_chain makes (so only
+# with IT_SIGN_CHAIN=1: knotd makes none itself).
 knot_write_conf() {
   local name=$1 addr=$2 ecs=on
   shift 2
@@ -352,6 +369,18 @@ log:
   - target: $dir/knotd.log
     any: info
 EOF2
+    if [ -n "${KNOT_SIGN_ZONES:-}" ]; then
+      # the zones in KNOT_SIGN_ZONES (IT_SIGN_CHAIN=1): signed online with one
+      # CSK each that harness_sign_chain makes before knotd starts (manual: on,
+      # so knotd neither makes nor rolls keys); NSEC, knotd's default
+      cat <<EOF2
+policy:
+  - id: it
+    algorithm: ecdsap256sha256
+    single-type-signing: on
+    manual: on
+EOF2
+    fi
     if [ "$name" = gslb ]; then
       cp "$IT_LIB_DIR/zones/gslb.geo" "$dir/gslb.geo"
       cat <<EOF2
@@ -392,8 +421,13 @@ EOF2
       echo "  - domain: \"$z\""
       [ "$name" != gslb ] || echo "    module: mod-geoip/gslb"
       [ "$z" != . ] || echo "    file: root.zone"
-      # IT_SIGN_ROOT=1: knotd signs the root (keys made on load) for DNSSEC tests
-      [ "$z" != . ] || [ "${IT_SIGN_ROOT:-0}" != 1 ] || echo "    dnssec-signing: on"
+      case " ${KNOT_SIGN_ZONES:-} " in
+        *" $z "*) # mod-geoip signs its answers too when its zone is signed
+          echo "    dnssec-signing: on"
+          echo "    dnssec-policy: it" ;;
+        *) # IT_SIGN_ROOT=1: knotd signs the root (keys made on load) for DNSSEC tests
+          [ "$z" != . ] || [ "${IT_SIGN_ROOT:-0}" != 1 ] || echo "    dnssec-signing: on" ;;
+      esac
     done
   } > "$dir/knot.conf"
   IT_CONF[$name]=$dir/knot.conf
@@ -458,8 +492,22 @@ harness_start_gslb() {
 }
 
 # harness_start_all: hierarchy and GSLB, all in parallel (about 0.2 s).
+# IT_SIGN_CHAIN=1: signed, with three more zones (see the top of this file and
+# harness_sign_chain; about 0.3 s more: keys, offline signing, knotd signing).
 harness_start_all() {
   harness_write_hints
+  if [ "${IT_SIGN_CHAIN:-0}" = 1 ]; then
+    # a test may leave a zone out (e.g. cdn.test.: its delegation is then insecure)
+    KNOT_SIGN_ZONES=${KNOT_SIGN_ZONES:-". example. test. customer.example. cdn.test."}
+    knot_write_conf root "$NET.1" .
+    knot_write_conf tld "$NET.2" example. test.
+    knot_write_conf customer "$NET.3" customer.example. oob.example. \
+      insecure.example. forged.example. expired.example. stale.example.
+    knot_write_conf gslb "$NET.4" cdn.test.
+    harness_sign_chain
+    knot_start root tld customer gslb
+    return
+  fi
   knot_write_conf root "$NET.1" .
   knot_write_conf tld "$NET.2" example. test.
   knot_write_conf customer "$NET.3" customer.example. oob.example.
@@ -467,12 +515,125 @@ harness_start_all() {
   knot_start root tld customer gslb
 }
 
-# harness_start_unbound: the reference ECS recursor on NET.5@53.
+# harness_sign_chain: for IT_SIGN_CHAIN=1, between knot_write_conf and
+# knot_start (knotd is not running yet; its zone files are in IT_TMP).
+#   * every zone in KNOT_SIGN_ZONES gets a CSK (ECDSAP256SHA256) in its server's
+#     KASP database (keymgr generate), and its DS (SHA-256, `keymgr ds`) goes
+#     into the parent's zone file; knotd signs at load (RRSIGs valid from 90
+#     minutes ago for 14 days).  Keys made before the start are also what lets
+#     mod-geoip load them for its online signatures;
+#   * zones/example.chain.zone.in goes into example.: the delegations of
+#     insecure., forged. and expired.example. (to the customer's server);
+#   * forged.example. and expired.example. are signed offline (harness_presign)
+#     and their DS added to example.
+# Skips the test (77) when keymgr or ldnsutils are missing.
+harness_sign_chain() {
+  local b z conf
+  for b in keymgr ldns-keygen ldns-signzone; do
+    command -v "$b" >/dev/null 2>&1 || skip "$b not installed (tools/deps.sh installs it): IT_SIGN_CHAIN needs it"
+  done
+  local -A server=([.]=root [example.]=tld [test.]=tld [customer.example.]=customer [cdn.test.]=gslb)
+  local -A parent=([example.]=root/root.zone [test.]=root/root.zone
+                   [customer.example.]=tld/example.zone [cdn.test.]=tld/test.zone)
+  it_subst "$IT_LIB_DIR/zones/example.chain.zone.in" "$IT_TMP/example.chain.zone"
+  cat "$IT_TMP/example.chain.zone" >> "$IT_TMP/knot-tld/example.zone"
+  for z in $KNOT_SIGN_ZONES; do
+    [ -n "${server[$z]:-}" ] || die "IT_SIGN_CHAIN: no server for zone $z in KNOT_SIGN_ZONES"
+    conf=${IT_CONF[${server[$z]}]}
+    keymgr -c "$conf" "$z" generate algorithm=ecdsap256sha256 ksk=yes zsk=yes >/dev/null 2>"$IT_TMP/keymgr.err" ||
+      die "keymgr generate $z failed" "$(cat "$IT_TMP/keymgr.err")"
+    [ -n "${parent[$z]:-}" ] || continue
+    keymgr -c "$conf" "$z" ds 2>"$IT_TMP/keymgr.err" |
+      awk '$2 == "DS" && $5 == 2 {print $1, 3600, "IN", "DS", $3, $4, $5, $6}' >> "$IT_TMP/knot-${parent[$z]}"
+    grep -q "^$z 3600 IN DS " "$IT_TMP/knot-${parent[$z]}" ||
+      die "keymgr ds $z printed no SHA-256 DS" "$(cat "$IT_TMP/keymgr.err")"
+  done
+  harness_presign forged.example.
+  harness_presign expired.example.
+  harness_presign stale.example.
+}
+
+# harness_presign ZONE: sign the customer server's copy of ZONE (forged. or
+# expired.example.) offline with ldns-signzone (a new ECDSAP256SHA256 key with
+# the SEP flag, NSEC, the DNSKEY added), break it as zones/ZONE.zone.in says,
+# put it back where knotd loads it (dnssec-signing off: served as it is) and
+# add ZONE's DS to example.zone.  The keys and the intermediate files stay in
+# knot-customer/presign/ (PARTDNS_KEEP=1 keeps them for a look).
+harness_presign() {
+  local z=$1 file=${1%.} dir=$IT_TMP/knot-customer now k k2
+  local keys=$dir/presign
+  mkdir -p "$keys"
+  now=$(date +%s)
+  k=$(cd "$keys" && ldns-keygen -a ECDSAP256SHA256 -k "$z" 2>&1) || die "ldns-keygen $z failed" "$k"
+  cat "$keys/$k.ds" >> "$IT_TMP/knot-tld/example.zone"
+  # current signatures: valid from an hour ago for 30 days
+  ldns-signzone -i $((now - 3600)) -e $((now + 30 * 86400)) -f "$keys/$file.cur" "$dir/$file.zone" "$keys/$k" ||
+    die "ldns-signzone $z failed"
+  case $z in
+    forged.example.)
+      # a second key, not added to the zone (-d), signs the zone once more: its
+      # RRSIG for wrongkey's A replaces the good one
+      k2=$(cd "$keys" && ldns-keygen -a ECDSAP256SHA256 "$z" 2>&1) || die "ldns-keygen $z failed" "$k2"
+      ldns-signzone -d -i $((now - 3600)) -e $((now + 30 * 86400)) -f "$keys/$file.other" \
+        "$dir/$file.zone" "$keys/$k2" || die "ldns-signzone $z (second key) failed"
+      awk -v z="$z" '
+        NR == FNR { if ($4 == "RRSIG") other[$1 " " $5] = $0; next }
+        $4 == "RRSIG" && $5 == "A" && $1 == "www." z {
+          # the signature, not its length, changes: one base64 digit swapped
+          c = substr($NF, 10, 1) == "A" ? "B" : "A"
+          $NF = substr($NF, 1, 9) c substr($NF, 11) }
+        $4 == "RRSIG" && $5 == "A" && $1 == "nosig." z { next }
+        $4 == "RRSIG" && $5 == "A" && $1 == "wrongkey." z { $0 = other[$1 " " $5] }
+        { print }' "$keys/$file.other" "$keys/$file.cur" > "$keys/$file.signed" ;;
+    expired.example.)
+      ldns-signzone -i $((now - 30 * 86400)) -e $((now - 10 * 86400)) -f "$keys/$file.past" \
+        "$dir/$file.zone" "$keys/$k" || die "ldns-signzone $z (past) failed"
+      ldns-signzone -i $((now + 10 * 86400)) -e $((now + 40 * 86400)) -f "$keys/$file.future" \
+        "$dir/$file.zone" "$keys/$k" || die "ldns-signzone $z (future) failed"
+      # www's RRSIGs (A, NSEC) become the expired ones, notyet's the future
+      # ones; the apex's (SOA, NS, DNSKEY, NSEC) stay current, so the zone's
+      # servers and keys validate and only those names are bogus
+      awk -v z="$z" '
+        FILENAME ~ /\.past$/   { if ($4 == "RRSIG") past[$1 " " $5] = $0; next }
+        FILENAME ~ /\.future$/ { if ($4 == "RRSIG") future[$1 " " $5] = $0; next }
+        $4 == "RRSIG" && $1 == "www." z    { $0 = past[$1 " " $5] }
+        $4 == "RRSIG" && $1 == "notyet." z { $0 = future[$1 " " $5] }
+        { print }' "$keys/$file.past" "$keys/$file.future" "$keys/$file.cur" > "$keys/$file.signed" ;;
+    stale.example.)
+      # everything, the apex included, from a window that ended 10 days ago
+      ldns-signzone -i $((now - 30 * 86400)) -e $((now - 10 * 86400)) -f "$keys/$file.signed" \
+        "$dir/$file.zone" "$keys/$k" || die "ldns-signzone $z (past) failed" ;;
+    *) die "harness_presign: no recipe for $z" ;;
+  esac
+  [ "$(grep -c RRSIG "$keys/$file.signed")" -gt 3 ] || die "harness_presign $z: no signed zone" "$(head -n 5 "$keys/$file.signed")"
+  cp "$keys/$file.signed" "$dir/$file.zone"
+}
+
+# harness_root_key FILE: the signed root's DNSKEY RRset, as dig prints it,
+# into FILE: the trust anchor for partdns (resolver.trust_anchor) and unbound
+# (IT_UNBOUND_TA).  Waits for knotd to publish it (IT_SIGN_ROOT makes its keys
+# at load); dies when it does not.
+harness_root_key() {
+  local i
+  for ((i = 0; i < 50; i++)); do
+    dig +time=1 +tries=1 +norecurse @"$NET.1" . DNSKEY +noall +answer > "$1" 2>/dev/null
+    grep -q DNSKEY "$1" && return 0
+    sleep 0.1
+  done
+  die "the signed root published no DNSKEY"
+}
+
+# harness_start_unbound: the reference ECS recursor on NET.5@53.  With
+# IT_UNBOUND_TA=FILE (e.g. from harness_root_key) it also validates with that
+# trust anchor and sends RFC 8914 EDEs (a reference validator for the harness's
+# signed chain).
 harness_start_unbound() {
-  local dir=$IT_TMP/unbound
+  local dir=$IT_TMP/unbound modules="subnetcache iterator"
   mkdir -p "$dir"
   [ -e "$IT_TMP/root.hints" ] || harness_write_hints
-  cat > "$dir/unbound.conf" <<EOF2
+  [ -z "${IT_UNBOUND_TA:-}" ] || modules="subnetcache validator iterator"
+  {
+  cat <<EOF2
 server:
   do-daemonize: no
   chroot: ""
@@ -490,18 +651,27 @@ server:
   local-zone: "test." transparent
   root-hints: "$IT_TMP/root.hints"
   access-control: 127.0.0.0/8 allow
-  module-config: "subnetcache iterator"
+  module-config: "$modules"
   send-client-subnet: $NET.4
   client-subnet-always-forward: yes
   max-client-subnet-ipv4: 32
   qname-minimisation: no
   # test. is a built-in local zone (RFC 6761): resolve it like any other
   local-zone: "test." nodefault
+EOF2
+  [ -z "${IT_UNBOUND_TA:-}" ] || cat <<EOF2
+  # IT_UNBOUND_TA: validate; say why an answer is bogus (EDE, and in the log)
+  trust-anchor-file: "$IT_UNBOUND_TA"
+  ede: yes
+  val-log-level: 2
+EOF2
+  cat <<EOF2
 remote-control:
   control-enable: yes
   control-use-cert: no
   control-interface: "$dir/unbound.ctl"
 EOF2
+  } > "$dir/unbound.conf"
   unbound -d -c "$dir/unbound.conf" > "$dir/stdout.log" 2>&1 &
   IT_PIDS[unbound]=$!
   # localhost. is a built-in local zone: answers without recursing
