@@ -752,6 +752,9 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 			eres_fail(r, &EDE_INVALID, "cannot make the negative answer");
 			return;
 		}
+		/* libunbound validated this denial itself (a bogus one ended above) */
+		if (res->secure && !r->job->cd_bit)
+			neg[3] |= WIRE_FLAG_AD;
 		ub_resolve_free(res);
 		wake_waiters(r);
 		r->st = E_QUERY;

@@ -76,7 +76,7 @@ sed -i "s|^resolver:|resolver:\n  trust_anchor: $IT_TMP/root.key|" "$PD_CONF"
 grep -q "trust_anchor: $IT_TMP/root.key" "$PD_CONF" || die "could not set resolver.trust_anchor"
 for name in video.customer.example www.customer.example nope.customer.example www.insecure.example \
             www.forged.example nosig.forged.example wrongkey.forged.example \
-            www.expired.example notyet.expired.example www.stale.example; do
+            www.expired.example notyet.expired.example www.stale.example www.nosuch.example; do
   pdctl domain add "$name" >/dev/null
 done
 partdns_start "$PD_CONF"
@@ -122,6 +122,12 @@ assert_ad "www.customer.example (flagged), DO: secure (AD)"
 q 127.0.2.10 nope.customer.example +dnssec
 assert_eq "nope.customer.example (flagged) in a signed zone: NXDOMAIN" "NXDOMAIN" "$STATUS"
 assert_ad "nope.customer.example: the NSEC proof validates (AD)"
+
+# a flagged name whose zone does not exist: the signed TLD's denial, which
+# libunbound validated while looking for the zone cut (no ECS query at all)
+q 127.0.3.10 www.nosuch.example +dnssec
+assert_eq "www.nosuch.example (flagged, no such zone): NXDOMAIN" "NXDOMAIN" "$STATUS"
+assert_ad "www.nosuch.example: example.'s denial is validated (AD)"
 
 # insecure: a signed parent proves there is no DS
 q 127.0.3.10 www.insecure.example +dnssec
