@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/local.h"
 #include "conf/report.h"
 #include "conf/state.h"
 #include "conf/ytree.h"
@@ -541,6 +542,25 @@ static void build_parts(struct loader *L, const struct pcheck *pc)
 		L->oom = true;
 		return;
 	}
+	/* each city's local zones, by id, taken from its list item */
+	bool any_local = false;
+	for (size_t i = 0; i < st->nparts; i++)
+		any_local |= st->parts[i].local.n > 0 && pc->ids[i] != 0;
+	if (any_local) {
+		c->partitions.nlocal = ptable_size(c->partitions.table) + 1;
+		c->partitions.local = calloc(c->partitions.nlocal, sizeof(*c->partitions.local));
+		if (c->partitions.local == NULL) {
+			c->partitions.nlocal = 0;
+			L->oom = true;
+			return;
+		}
+		for (size_t i = 0; i < st->nparts; i++) {
+			if (pc->ids[i] == 0)
+				continue;
+			c->partitions.local[pc->ids[i]] = st->parts[i].local;
+			st->parts[i].local = (struct conf_local_list){ 0 };
+		}
+	}
 	for (size_t i = 0; i < st->nparts; i++) {
 		const struct conf_part *p = &st->parts[i];
 		if (pc->ids[i] == 0)
@@ -597,12 +617,26 @@ out:
 	free(pc.dup);
 }
 
+/* local_zones, global and per partition: records parsed and checked (local.c) */
+static void check_local(struct loader *L, const struct ynode *root)
+{
+	struct conf_state *st = &L->st;
+	conf_local_check(L, "local_zones", &st->conf.local_zones, conf_ynode_get(root, "local_zones"));
+	for (size_t i = 0; i < st->nparts; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "partitions.list[%zu].local_zones", i);
+		conf_local_check(L, key, &st->parts[i].local,
+		                 conf_ynode_get(list_item(st->list_node, i), "local_zones"));
+	}
+}
+
 void conf_check(struct loader *L, const struct ynode *root)
 {
 	check_server(L, root);
 	check_cache(L, root);
 	check_resolver(L, root);
 	check_edns(L, root);
+	check_local(L, root);
 	check_partitions(L);
 	conf_key_set(L, "%s", "");
 }

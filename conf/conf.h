@@ -56,6 +56,36 @@ struct conf_forward_zone {
 	struct conf_addr *servers;
 };
 
+/* What a local zone does with the names in it (Unbound's local-zone types). */
+enum conf_local_type {
+	CONF_LOCAL_STATIC,          /* local data only: a name or type without data is NXDOMAIN/NODATA */
+	CONF_LOCAL_TRANSPARENT,     /* local data where there is some, else resolved as usual */
+	CONF_LOCAL_REDIRECT,        /* the apex's data answers for every name in the zone */
+	CONF_LOCAL_REFUSE,          /* local data where there is some, else REFUSED */
+	CONF_LOCAL_ALWAYS_NXDOMAIN, /* NXDOMAIN for every name in the zone, data or not */
+};
+
+/*
+ * A local zone (local_zones, partitions.list[].local_zones). Its records,
+ * from data and file, are parsed and checked at load: rrs holds nrrs of them
+ * back to back in wire form, each owner name uncompressed and lower case,
+ * then type, class, TTL, RDLENGTH and RDATA (names in it uncompressed).
+ */
+struct conf_local_zone {
+	char *name;                 /* fully qualified, lower case, trailing dot */
+	enum conf_local_type type;
+	size_t ndata;
+	char **data;                /* zone-file lines, relative names under name */
+	char *file;                 /* a zone file ($ORIGIN name), or NULL */
+	uint8_t *rrs;
+	size_t rrs_len, nrrs;
+};
+
+struct conf_local_list {
+	size_t n;
+	struct conf_local_zone *z;
+};
+
 struct conf_option {
 	char *name;  /* ub_ctx_set_option name, with the trailing ':' */
 	char *value;
@@ -140,7 +170,13 @@ struct conf {
 		struct mapping *mapping; /* indexed by partition id */
 		unsigned serial;         /* partitions.serial, the plan's version for CDNs; 0 = not set */
 		uint64_t digest;         /* the plan's content: mapping_plan_digest with unmatched */
+		/* partitions.list[].local_zones by partition id (0..size), each
+		 * winning over local_zones for its clients; NULL when none has any */
+		struct conf_local_list *local;
+		size_t nlocal;
 	} partitions;
+
+	struct conf_local_list local_zones; /* local data for every client */
 };
 
 /**

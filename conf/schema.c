@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "conf/conf.h"
+#include "conf/local.h"
 #include "conf/report.h"
 #include "conf/state.h"
 #include "conf/text.h"
@@ -115,7 +116,27 @@ static const struct senum log_level_enums[] = {
 };
 _Static_assert(sizeof(enum conf_log_level) == sizeof(int), "ST_ENUM stores an int");
 
+static const struct senum local_type_enums[] = {
+	{ "static", CONF_LOCAL_STATIC },
+	{ "transparent", CONF_LOCAL_TRANSPARENT },
+	{ "redirect", CONF_LOCAL_REDIRECT },
+	{ "refuse", CONF_LOCAL_REFUSE },
+	{ "always_nxdomain", CONF_LOCAL_ALWAYS_NXDOMAIN },
+	{ NULL, 0 },
+};
+_Static_assert(sizeof(enum conf_local_type) == sizeof(int), "ST_ENUM stores an int");
+
 /* clang-format off */
+/* local_zones items (top level and per partition); records checked in local.c */
+#define LZ struct conf_local_zone
+static const struct sitem local_items[] = {
+	{ .name = "name", .type = ST_DNAME, .flags = SF_REQUIRED, FLD(LZ, name) },
+	{ .name = "type", .type = ST_ENUM, .flags = SF_REQUIRED, FLD(LZ, type), .enums = local_type_enums },
+	{ .name = "data", .type = ST_STR, LST(LZ, data, ndata, 0) },
+	{ .name = "file", .type = ST_PATH, FLD(LZ, file) },
+	{ .name = NULL },
+};
+
 #define CS struct conf_state
 static const struct sitem server_items[] = {
 	{ .name = "listen", .type = ST_TARGET,
@@ -253,6 +274,8 @@ static const struct sitem part_items[] = {
 	  NODE(CP, mapped6_node) },
 	{ .name = "prefixes", .type = ST_PREFIX, LST(CP, prefixes, nprefixes, SF_NODE),
 	  NODE(CP, prefixes_node) },
+	/* this city's local data, before the global local_zones */
+	{ .name = "local_zones", SEC(local_items), LST(CP, local.z, local.n, 0) },
 	{ .name = NULL },
 };
 
@@ -286,6 +309,7 @@ static const struct sitem root_items[] = {
 	{ .name = "resolver", SEC(resolver_items) },
 	{ .name = "edns", SEC(edns_items) },
 	{ .name = "partitions", SEC(partitions_items), .check = partitions_done },
+	{ .name = "local_zones", SEC(local_items), LST(CS, conf.local_zones.z, conf.local_zones.n, 0) },
 	{ .name = NULL },
 };
 
@@ -689,6 +713,8 @@ static void free_list(const struct sitem *it, void *base)
 		void *elem = *arr + i * it->size;
 		if (it->type == ST_SECTION)
 			free_items(it->sub, elem);
+		if (it->sub == local_items) /* the records parsed at load, beside the schema's fields */
+			free(((struct conf_local_zone *)elem)->rrs);
 		else if (is_string_type(it->type))
 			free(*(char **)elem);
 	}
@@ -721,6 +747,15 @@ void conf_schema_free(struct conf_state *st)
 	free(st->conf.partitions.include);
 	ptable_free(st->conf.partitions.table);
 	mapping_free(st->conf.partitions.mapping);
+	for (size_t i = 0; i < st->conf.partitions.nlocal; i++) {
+		struct conf_local_list *l = &st->conf.partitions.local[i];
+		for (size_t k = 0; k < l->n; k++)
+			conf_local_free(&l->z[k]);
+		free(l->z);
+	}
+	free(st->conf.partitions.local);
+	st->conf.partitions.local = NULL;
+	st->conf.partitions.nlocal = 0;
 	st->conf.path = NULL;
 	st->conf.partitions.include = NULL;
 	st->conf.partitions.table = NULL;

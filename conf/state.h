@@ -22,6 +22,7 @@ struct conf_part {
 	struct prefix mapped6; /* family 0 when absent or bad */
 	size_t nprefixes;
 	struct prefix *prefixes; /* family 0 for an item that did not parse */
+	struct conf_local_list local; /* moved to conf.partitions.local when the plan is built */
 	const struct ynode *node, *name_node, *mapped_node, *mapped6_node, *prefixes_node;
 };
 

@@ -3,12 +3,14 @@
 #include "resolver/query.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mapping/mapping.h"
 #include "partition/partition.h"
 #include "resolver/classify.h"
 #include "resolver/clock.h"
+#include "resolver/local.h"
 #include "resolver/route.h"
 #include "resolver/topk.h"
 
@@ -45,6 +47,44 @@ static int reply_error(struct query_ctx *x, const struct wire_query *q, int rcod
 {
 	count_rcode(x, rcode);
 	int n = wire_write_error(q, rcode, echo, ede, out, limit);
+	return n > 0 ? n : 0;
+}
+
+/*
+ * Local data (local_zones) decides for q: an answer or REFUSED (@return its
+ * length), or nothing (-1: go on). Written through a blob like a cached
+ * answer, so DO, TC, the client's case and ECS echo follow the same rules.
+ */
+static int local_reply(struct query_ctx *x, const struct wire_query *q, const struct classify *who, uint8_t *out,
+                       size_t limit)
+{
+	uint8_t *msg;
+	size_t len;
+	switch (local_answer(x->snap->local, who->part, q, &msg, &len)) {
+	case LOCAL_PASS:
+		return -1;
+	case LOCAL_REFUSED:
+		counter_inc(&x->ctr->local_answers);
+		return reply_error(x, q, WIRE_RCODE_REFUSED, NULL, NULL, out, limit);
+	case LOCAL_ANSWER:
+		break;
+	}
+	uint8_t *blob;
+	size_t blen;
+	uint32_t ttl;
+	int rc = wire_answer_prepare(msg, len, NULL, &blob, &blen, &ttl);
+	free(msg);
+	if (rc != 0)
+		return -1; /* out of memory: resolve it instead */
+	struct ecs echo;
+	if (who->echo) {
+		echo = who->echo_ecs;
+		echo.scope = echo.source; /* the answer is the city's */
+	}
+	int n = wire_answer_write(q, NULL, blob, blen, 0, who->echo ? &echo : NULL, out, limit);
+	count_rcode(x, wire_blob_rcode(blob, blen));
+	free(blob);
+	counter_inc(&x->ctr->local_answers);
 	return n > 0 ? n : 0;
 }
 
@@ -363,6 +403,13 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	counter_inc(&x->pctr[who.part].queries);
 	counter_inc(cl->tcp ? &x->pctr[who.part].tcp : &x->pctr[who.part].udp);
 	x->reply_part = (int)who.part;
+
+	/* local data first: the city's zones, then everyone's (then flagged domains, then recursion) */
+	if (x->snap->local != NULL) {
+		int n = local_reply(x, &q, &who, out, limit);
+		if (n >= 0)
+			return n;
+	}
 
 	/* route: an EDNS domain of a real partition goes per partition */
 	struct route rt; /* fields set one by one: an initializer would zero the key buffer on every query */

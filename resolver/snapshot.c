@@ -6,17 +6,20 @@
 #include <stdlib.h>
 
 #include "partition/pset.h"
+#include "resolver/local.h"
 #include "resolver/standby.h"
 
 struct snapshot_conf {
 	atomic_int refs;
 	struct conf *conf;
 	struct pset *acl; /* built from conf once, shared like it */
+	struct local *local; /* conf's local zones, indexed once; NULL = none */
 };
 
 static void shared_release(struct snapshot_conf *sc)
 {
 	if (sc && atomic_fetch_sub(&sc->refs, 1) == 1) {
+		local_free(sc->local);
 		conf_free(sc->conf);
 		pset_free(sc->acl);
 		free(sc);
@@ -116,10 +119,13 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	struct snapshot *s = calloc(1, sizeof(*s));
 	struct snapshot_conf *sc = conf ? calloc(1, sizeof(*sc)) : NULL;
 	struct pset *acl = conf ? acl_build(conf) : NULL;
-	if (s == NULL || (conf && (sc == NULL || acl == NULL))) {
+	bool local_oom = false;
+	struct local *local = conf ? local_build(conf, &local_oom) : NULL;
+	if (s == NULL || local_oom || (conf && (sc == NULL || acl == NULL))) {
 		free(s);
 		free(sc);
 		pset_free(acl);
+		local_free(local);
 		conf_free(conf);
 		domains_free(domains);
 		standby_free(standby);
@@ -129,6 +135,7 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 		atomic_init(&sc->refs, 1);
 		sc->conf = conf;
 		sc->acl = acl;
+		sc->local = local;
 	}
 	atomic_init(&s->refs, 1);
 	s->domains = domains;
@@ -143,6 +150,7 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	s->shared = sc;
 	s->conf = sc->conf;
 	s->acl = sc->acl;
+	s->local = sc->local;
 	s->generation = (old ? old->generation : 0) + 1;
 	slot->cur = s;
 	atomic_store_explicit(&slot->generation, s->generation, memory_order_release);

@@ -11,6 +11,7 @@
 
 struct snapshot_conf; /* a config shared by the snapshots made from it */
 struct pset;
+struct local;
 
 /* What snapshot->acl answers for a client address (pset_lookup): the lists covering it. */
 enum {
@@ -26,6 +27,7 @@ struct snapshot {
 	struct snapshot_conf *shared;
 	const struct conf *conf;      /* shared->conf */
 	const struct pset *acl;       /* shared: conf's address lists in one LPM (SNAPSHOT_ACL_*) */
+	const struct local *local;    /* shared: conf's local zones (resolver/local.h); NULL = none */
 	struct domains *domains;
 	struct standby *standby;      /* partitions failed over (resolver/standby.h); NULL = none */
 	uint64_t store_version;       /* the store version domains was read at */

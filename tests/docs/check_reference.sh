@@ -35,6 +35,8 @@ BEGIN {
 	prefix["partitions_items"] = "partitions."
 	prefix["include_items"] = "partitions."   # the top of a partitions include file
 	prefix["part_items"] = "partitions.list[]."
+	prefix["local_items"] = "local_zones[]."
+	also["local_items"] = "partitions.list[].local_zones[]."  # the same rows, per partition
 }
 /^static const struct sitem [a-z_0-9]+\[\] = \{/ {
 	t = $5; sub(/\[\].*/, "", t)
@@ -45,6 +47,7 @@ table != "" && /^};/ { table = ""; next }
 table != "" && /\.name = "/ {
 	s = $0; sub(/.*\.name = "/, "", s); sub(/".*/, "", s)
 	if (table in prefix) print prefix[table] s
+	if (table in also) print also[table] s
 }
 ' "$schema")
 
@@ -52,7 +55,7 @@ if grep -q '^UNKNOWN_TABLE' <<<"$schema_keys"; then
 	err "conf/schema.c has a table this test does not place: $(grep '^UNKNOWN_TABLE' <<<"$schema_keys" | cut -d' ' -f2 | tr '\n' ' ')(add it to the prefix map in $0)"
 fi
 roots=$(grep '^ROOT' <<<"$schema_keys" | sed 's/^ROOT//' | sort | tr '\n' ' ')
-[ "$roots" = "cache edns partitions resolver server " ] ||
+[ "$roots" = "cache edns local_zones partitions resolver server " ] ||
 	err "the top-level sections of conf/schema.c are '$roots'; update the prefix map in $0"
 keys=$(grep -v -e '^ROOT' -e '^UNKNOWN_TABLE' <<<"$schema_keys" | sort -u)
 nkeys=$(wc -l <<<"$keys")
