@@ -586,6 +586,45 @@ static void build_parts(struct loader *L, const struct pcheck *pc)
 	}
 }
 
+/* rpz: one entry per zone; its partitions exist (names resolved to ids) */
+static void check_rpz(struct loader *L)
+{
+	struct conf *c = &L->st.conf;
+	const struct ynode *list = conf_ynode_get(L->docs[0].root, "rpz");
+	for (size_t i = 0; i < c->nrpz; i++) {
+		struct conf_rpz *r = &c->rpz[i];
+		const struct ynode *item = list_item(list, i);
+		for (size_t j = 0; j < i && r->zone; j++) {
+			if (c->rpz[j].zone == NULL || strcmp(c->rpz[j].zone, r->zone) != 0)
+				continue;
+			const struct ynode *f = conf_ynode_get(list_item(list, j), "zone");
+			conf_key_set(L, "rpz[%zu].zone", i);
+			conf_error(L, conf_ynode_get(item, "zone"), true, "duplicate policy zone, first at line %u, column %u",
+			           f ? (unsigned)f->line : 0, f ? (unsigned)f->col : 0);
+		}
+		if (r->npartitions == 0)
+			continue;
+		r->part_ids = calloc(r->npartitions, sizeof(*r->part_ids));
+		if (r->part_ids == NULL) {
+			L->oom = true;
+			return;
+		}
+		const struct ynode *pl = conf_ynode_get(item, "partitions");
+		for (size_t k = 0; k < r->npartitions; k++) {
+			if (r->partitions[k] == NULL)
+				continue;
+			int id = ptable_find(c->partitions.table, r->partitions[k]);
+			if (id > 0) {
+				r->part_ids[k] = (unsigned)id;
+				continue;
+			}
+			conf_key_set(L, "rpz[%zu].partitions[%zu]", i, k);
+			conf_error(L, list_item(pl, k), true,
+			           "no such partition in this plan (partdnsctl partition list shows them)");
+		}
+	}
+}
+
 static void check_partitions(struct loader *L)
 {
 	struct conf_state *st = &L->st;
@@ -607,6 +646,8 @@ static void check_partitions(struct loader *L)
 	}
 	if (!L->oom)
 		warn_parts(L, &pc);
+	if (!L->oom)
+		check_rpz(L);
 	if (!L->oom && L->diag.nerrors == 0) {
 		build_parts(L, &pc);
 		uint64_t unmatched = (uint64_t)c->partitions.unmatched << 32 | c->partitions.unmatched_id;

@@ -81,6 +81,15 @@ struct conf_local_zone {
 	size_t rrs_len, nrrs;
 };
 
+/* A response policy zone (rpz), applied to every client or to some partitions. */
+struct conf_rpz {
+	char *zone;                 /* the policy zone's name: triggers are relative to it */
+	char *file;                 /* its zone file (read at start and on reload) */
+	size_t npartitions;
+	char **partitions;          /* names as given; none = every client */
+	unsigned *part_ids;         /* resolved, npartitions of them */
+};
+
 struct conf_local_list {
 	size_t n;
 	struct conf_local_zone *z;
@@ -177,6 +186,8 @@ struct conf {
 	} partitions;
 
 	struct conf_local_list local_zones; /* local data for every client */
+	size_t nrpz;
+	struct conf_rpz *rpz;       /* in order: the first zone with a match decides */
 };
 
 /**

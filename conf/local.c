@@ -52,6 +52,8 @@ static int append_rr(struct conf_local_zone *z, ldns_rr *rr)
 static const char *rr_problem(const struct conf_local_zone *z, const ldns_rdf *origin, const ldns_rr *rr)
 {
 	const ldns_rdf *owner = ldns_rr_owner(rr);
+	if (ldns_rdf_size(owner) > 255) /* ldns joins a relative name to the origin without checking */
+		return "the owner name is longer than 255 bytes";
 	if (ldns_rr_get_class(rr) != LDNS_RR_CLASS_IN)
 		return "only class IN is served";
 	if (ldns_dname_compare(owner, origin) != 0 && !ldns_dname_is_subdomain(owner, origin))

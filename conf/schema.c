@@ -137,6 +137,15 @@ static const struct sitem local_items[] = {
 	{ .name = NULL },
 };
 
+/* rpz items: a policy zone read from a file, for everyone or for some partitions */
+#define RZ struct conf_rpz
+static const struct sitem rpz_items[] = {
+	{ .name = "zone", .type = ST_DNAME, .flags = SF_REQUIRED, FLD(RZ, zone) },
+	{ .name = "file", .type = ST_PATH, .flags = SF_REQUIRED, FLD(RZ, file) },
+	{ .name = "partitions", .type = ST_PNAME, LST(RZ, partitions, npartitions, 0) },
+	{ .name = NULL },
+};
+
 #define CS struct conf_state
 static const struct sitem server_items[] = {
 	{ .name = "listen", .type = ST_TARGET,
@@ -310,6 +319,7 @@ static const struct sitem root_items[] = {
 	{ .name = "edns", SEC(edns_items) },
 	{ .name = "partitions", SEC(partitions_items), .check = partitions_done },
 	{ .name = "local_zones", SEC(local_items), LST(CS, conf.local_zones.z, conf.local_zones.n, 0) },
+	{ .name = "rpz", SEC(rpz_items), LST(CS, conf.rpz, conf.nrpz, 0) },
 	{ .name = NULL },
 };
 
@@ -715,6 +725,8 @@ static void free_list(const struct sitem *it, void *base)
 			free_items(it->sub, elem);
 		if (it->sub == local_items) /* the records parsed at load, beside the schema's fields */
 			free(((struct conf_local_zone *)elem)->rrs);
+		if (it->sub == rpz_items) /* the partition ids resolved at load */
+			free(((struct conf_rpz *)elem)->part_ids);
 		else if (is_string_type(it->type))
 			free(*(char **)elem);
 	}

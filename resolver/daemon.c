@@ -169,6 +169,7 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 	v->partitions = (*s)->conf->partitions.table;
 	v->edns_domains = domains_count((*s)->domains);
 	v->plan_serial = (*s)->conf->partitions.serial;
+	v->rpz = (*s)->rpz;
 	size_t np = ptable_size(v->partitions);
 	struct stats_partition *part = calloc(np + 1, sizeof(*part));
 	if (part == NULL) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "resolver/msgbuf.h"
 #include "util/hash.h"
 
 /* One record: where it is in its zone's wire records. */
@@ -299,38 +300,6 @@ oom:
 
 /* ---- answers ---- */
 
-struct msgbuf {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void put(struct msgbuf *m, const void *d, size_t n)
-{
-	if (m->oom)
-		return;
-	if (m->len + n > m->cap) {
-		size_t cap = m->cap ? m->cap : 512;
-		while (cap < m->len + n)
-			cap *= 2;
-		uint8_t *g = realloc(m->p, cap);
-		if (g == NULL) {
-			m->oom = true;
-			return;
-		}
-		m->p = g;
-		m->cap = cap;
-	}
-	memcpy(m->p + m->len, d, n);
-	m->len += n;
-}
-
-static void put16(struct msgbuf *m, uint16_t v)
-{
-	uint8_t b[2] = { (uint8_t)(v >> 8), (uint8_t)v };
-	put(m, b, 2);
-}
-
 /*
  * The response: rcode, the records of RRset [first, first + n) in the
  * answer (owner replaced by owner when given: redirect), the zone's SOA in
@@ -341,23 +310,14 @@ static enum local_verdict respond(const struct wire_query *q, int rcode, const s
                                   uint8_t **msg, size_t *len)
 {
 	struct msgbuf m = { 0 };
-	uint16_t flags = (uint16_t)(WIRE_FLAG_QR | WIRE_FLAG_AA | (q->flags & WIRE_FLAG_RD) | (rcode & 0xf));
-	put16(&m, 0);
-	put16(&m, flags);
-	put16(&m, 1);
-	put16(&m, (uint16_t)n);
-	put16(&m, soa != NULL && soa->soa != NULL ? 1 : 0);
-	put16(&m, 0);
-	put(&m, q->qname_lc, q->qname_len);
-	put16(&m, q->qtype);
-	put16(&m, q->qclass);
+	msgbuf_start(&m, q, rcode, (uint16_t)n, soa != NULL && soa->soa != NULL ? 1 : 0);
 	for (size_t i = first; i < first + n; i++) {
 		const struct lrr *r = &s->rrs[i];
-		put(&m, owner ? owner : r->owner, owner ? owner_len : r->owner_len);
-		put(&m, r->rest, r->rest_len);
+		msgbuf_put(&m, owner ? owner : r->owner, owner ? owner_len : r->owner_len);
+		msgbuf_put(&m, r->rest, r->rest_len);
 	}
 	if (soa != NULL && soa->soa != NULL)
-		put(&m, soa->soa, soa->soa_len);
+		msgbuf_put(&m, soa->soa, soa->soa_len);
 	if (m.oom) {
 		free(m.p);
 		return LOCAL_PASS;

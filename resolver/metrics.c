@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "partition/partition.h"
+#include "resolver/rpz.h"
 
 
 static const char *const pool_names[STATS_POOLS] = { "normal", "edns" };
@@ -286,8 +287,52 @@ static void write_partitions(FILE *out, const struct stats_view *v)
 	}
 }
 
+/* rpz_each's callbacks for the policy-zone families */
+struct rpz_metrics {
+	FILE *out;
+	const struct ptable *t;
+	bool hits; /* this pass writes hits by partition, else rules per zone */
+};
+
+static void rpz_zone_metric(const char *zone, uint64_t rules, uint64_t hits, void *arg)
+{
+	struct rpz_metrics *m = arg;
+	(void)hits;
+	if (m->hits)
+		return;
+	char z[512];
+	metrics_escape_label(zone, z, sizeof(z));
+	fprintf(m->out, "partdns_rpz_rules{zone=\"%s\"} %" PRIu64 "\n", z, rules);
+}
+
+static void rpz_part_metric(const char *zone, unsigned part, uint64_t hits, void *arg)
+{
+	struct rpz_metrics *m = arg;
+	const char *name = ptable_name(m->t, part);
+	if (!m->hits || name == NULL)
+		return;
+	char z[512], p[256];
+	metrics_escape_label(zone, z, sizeof(z));
+	metrics_escape_label(name, p, sizeof(p));
+	fprintf(m->out, "partdns_rpz_hits_total{zone=\"%s\",partition=\"%s\"} %" PRIu64 "\n", z, p, hits);
+}
+
+static void write_rpz(FILE *out, const struct stats_view *v)
+{
+	if (v->rpz == NULL)
+		return;
+	struct rpz_metrics m = { .out = out, .t = v->partitions };
+	family(out, "partdns_rpz_rules", "gauge", "Triggers loaded per response policy zone.");
+	rpz_each(v->rpz, rpz_zone_metric, rpz_part_metric, &m);
+	m.hits = true;
+	family(out, "partdns_rpz_hits_total", "counter",
+	       "Queries a response policy zone decided, by zone and partition (since the config was loaded).");
+	rpz_each(v->rpz, rpz_zone_metric, rpz_part_metric, &m);
+}
+
 void metrics_write(FILE *out, const struct stats_view *v)
 {
 	write_global(out, v);
 	write_partitions(out, v);
+	write_rpz(out, v);
 }

@@ -11,6 +11,7 @@
 #include "resolver/classify.h"
 #include "resolver/clock.h"
 #include "resolver/local.h"
+#include "resolver/rpz.h"
 #include "resolver/route.h"
 #include "resolver/topk.h"
 
@@ -51,10 +52,28 @@ static int reply_error(struct query_ctx *x, const struct wire_query *q, int rcod
 }
 
 /*
- * Local data (local_zones) decides for q: an answer or REFUSED (@return its
- * length), or nothing (-1: go on). Written through a blob like a cached
- * answer, so DO, TC, the client's case and ECS echo follow the same rules.
+ * An answer partdns made itself (local data, a policy: msg, taken) written
+ * to out as a reply to q, through a blob like a cached answer, so DO, TC,
+ * the client's case and ECS echo follow the same rules. @return its length,
+ * or -1 (out of memory: the caller resolves instead).
  */
+static int made_write(struct query_ctx *x, const struct wire_query *q, uint8_t *msg, size_t len,
+                      const struct ecs *echo, uint8_t *out, size_t limit)
+{
+	uint8_t *blob;
+	size_t blen;
+	uint32_t ttl;
+	int rc = wire_answer_prepare(msg, len, NULL, &blob, &blen, &ttl);
+	free(msg);
+	if (rc != 0)
+		return -1;
+	int n = wire_answer_write(q, NULL, blob, blen, 0, echo, out, limit);
+	count_rcode(x, wire_blob_rcode(blob, blen));
+	free(blob);
+	return n > 0 ? n : 0;
+}
+
+/* Local data (local_zones) decides for q: an answer or REFUSED (@return its length), or nothing (-1: go on). */
 static int local_reply(struct query_ctx *x, const struct wire_query *q, const struct classify *who, uint8_t *out,
                        size_t limit)
 {
@@ -69,23 +88,71 @@ static int local_reply(struct query_ctx *x, const struct wire_query *q, const st
 	case LOCAL_ANSWER:
 		break;
 	}
-	uint8_t *blob;
-	size_t blen;
-	uint32_t ttl;
-	int rc = wire_answer_prepare(msg, len, NULL, &blob, &blen, &ttl);
-	free(msg);
-	if (rc != 0)
-		return -1; /* out of memory: resolve it instead */
 	struct ecs echo;
 	if (who->echo) {
 		echo = who->echo_ecs;
 		echo.scope = echo.source; /* the answer is the city's */
 	}
-	int n = wire_answer_write(q, NULL, blob, blen, 0, who->echo ? &echo : NULL, out, limit);
-	count_rcode(x, wire_blob_rcode(blob, blen));
-	free(blob);
-	counter_inc(&x->ctr->local_answers);
-	return n > 0 ? n : 0;
+	int n = made_write(x, q, msg, len, who->echo ? &echo : NULL, out, limit);
+	if (n >= 0)
+		counter_inc(&x->ctr->local_answers);
+	return n;
+}
+
+/*
+ * Response policy (rpz) for q's name: an answer (@return its length), no
+ * reply (0: DROP), or nothing (-1: go on), like local_reply.
+ */
+static int rpz_reply(struct query_ctx *x, const struct wire_query *q, const struct classify *who, uint8_t *out,
+                     size_t limit)
+{
+	uint8_t *msg;
+	size_t len;
+	switch (rpz_check(x->snap->rpz, who->part, q, &msg, &len)) {
+	case RPZ_PASS:
+		return -1;
+	case RPZ_DROP:
+		counter_inc(&x->ctr->dropped);
+		return 0;
+	case RPZ_ANSWER:
+		break;
+	}
+	return made_write(x, q, msg, len, NULL, out, limit);
+}
+
+/*
+ * The reply in out (len bytes) is final: a CNAME target in its answer that a
+ * policy zone has a trigger for replaces it with the policy's answer to q
+ * (as BIND checks every name of the chain). @return the reply's length.
+ */
+static int rpz_chain(struct query_ctx *x, const struct wire_query *q, unsigned part, uint8_t *out, int len,
+                     size_t limit)
+{
+	struct wire_iter it;
+	struct wire_rr rr;
+	if (len <= 0 || wire_iter_init(&it, out, (size_t)len) != 0)
+		return len;
+	while (wire_iter_next(&it, &rr) == 1 && rr.section == WIRE_SECTION_ANSWER) {
+		uint8_t t[WIRE_MAX_NAME];
+		size_t tl;
+		if (rr.type != WIRE_TYPE_CNAME || wire_rdata_name(&it, &rr, 0, t, &tl) != 0)
+			continue;
+		wire_name_lower(t, tl, t);
+		uint8_t *msg;
+		size_t mlen;
+		switch (rpz_check_name(x->snap->rpz, part, t, tl, q, &msg, &mlen)) {
+		case RPZ_PASS:
+			continue;
+		case RPZ_DROP:
+			counter_inc(&x->ctr->dropped);
+			return 0;
+		case RPZ_ANSWER: {
+			int n = made_write(x, q, msg, mlen, NULL, out, limit);
+			return n > 0 ? n : len;
+		}
+		}
+	}
+	return len;
 }
 
 /* A query over its client's rate: dropped, refused, or (slip) every 2nd
@@ -171,6 +238,11 @@ static int write_hit(struct query_ctx *x, const struct route *rt, const struct h
 	counter_inc(&x->pctr[rt->part].hits);
 	if (h->stale)
 		counter_inc(&x->ctr->stale);
+	if (x->snap->rpz != NULL) {
+		int n = rpz_chain(x, h->q, rt->part, h->out, h->len, h->cap);
+		if (n != h->len)
+			return n; /* a policy's answer (counted) or a drop */
+	}
 	count_reply(x, h->out);
 	return h->len;
 }
@@ -404,9 +476,15 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	counter_inc(cl->tcp ? &x->pctr[who.part].tcp : &x->pctr[who.part].udp);
 	x->reply_part = (int)who.part;
 
-	/* local data first: the city's zones, then everyone's (then flagged domains, then recursion) */
+	/* local data first: the city's zones, then everyone's; then response
+	 * policy; then flagged domains, then recursion */
 	if (x->snap->local != NULL) {
 		int n = local_reply(x, &q, &who, out, limit);
+		if (n >= 0)
+			return n;
+	}
+	if (x->snap->rpz != NULL) {
+		int n = rpz_reply(x, &q, &who, out, limit);
 		if (n >= 0)
 			return n;
 	}
@@ -509,7 +587,10 @@ static int answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, si
 	} else {
 		len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
 	}
-	if (len <= 0)
+	int policy = len > 0 && x->snap->rpz != NULL ? rpz_chain(x, &wt->q, wt->partition, out, len, limit) : len;
+	if (policy != len)
+		len = policy; /* a policy's answer (counted), or 0: dropped */
+	else if (len <= 0)
 		len = reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, NULL, out, limit);
 	else
 		count_reply(x, out);

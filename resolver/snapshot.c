@@ -7,6 +7,7 @@
 
 #include "partition/pset.h"
 #include "resolver/local.h"
+#include "resolver/rpz.h"
 #include "resolver/standby.h"
 
 struct snapshot_conf {
@@ -14,12 +15,14 @@ struct snapshot_conf {
 	struct conf *conf;
 	struct pset *acl; /* built from conf once, shared like it */
 	struct local *local; /* conf's local zones, indexed once; NULL = none */
+	struct rpz *rpz;     /* conf's policy zones, loaded once; NULL = none */
 };
 
 static void shared_release(struct snapshot_conf *sc)
 {
 	if (sc && atomic_fetch_sub(&sc->refs, 1) == 1) {
 		local_free(sc->local);
+		rpz_free(sc->rpz);
 		conf_free(sc->conf);
 		pset_free(sc->acl);
 		free(sc);
@@ -119,13 +122,21 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	struct snapshot *s = calloc(1, sizeof(*s));
 	struct snapshot_conf *sc = conf ? calloc(1, sizeof(*sc)) : NULL;
 	struct pset *acl = conf ? acl_build(conf) : NULL;
-	bool local_oom = false;
+	bool local_oom = false, rpz_oom = false;
 	struct local *local = conf ? local_build(conf, &local_oom) : NULL;
-	if (s == NULL || local_oom || (conf && (sc == NULL || acl == NULL))) {
+	struct rpz *rpz = NULL;
+	if (conf) {
+		/* policy zones whose files did not change (or cannot be read) keep the running version */
+		struct snapshot *cur = snapshot_get(slot);
+		rpz = rpz_build(conf, cur ? cur->shared->rpz : NULL, &rpz_oom);
+		snapshot_release(cur);
+	}
+	if (s == NULL || local_oom || rpz_oom || (conf && (sc == NULL || acl == NULL))) {
 		free(s);
 		free(sc);
 		pset_free(acl);
 		local_free(local);
+		rpz_free(rpz);
 		conf_free(conf);
 		domains_free(domains);
 		standby_free(standby);
@@ -136,6 +147,7 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 		sc->conf = conf;
 		sc->acl = acl;
 		sc->local = local;
+		sc->rpz = rpz;
 	}
 	atomic_init(&s->refs, 1);
 	s->domains = domains;
@@ -151,6 +163,7 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	s->conf = sc->conf;
 	s->acl = sc->acl;
 	s->local = sc->local;
+	s->rpz = sc->rpz;
 	s->generation = (old ? old->generation : 0) + 1;
 	slot->cur = s;
 	atomic_store_explicit(&slot->generation, s->generation, memory_order_release);

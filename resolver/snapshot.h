@@ -12,6 +12,7 @@
 struct snapshot_conf; /* a config shared by the snapshots made from it */
 struct pset;
 struct local;
+struct rpz;
 
 /* What snapshot->acl answers for a client address (pset_lookup): the lists covering it. */
 enum {
@@ -28,6 +29,7 @@ struct snapshot {
 	const struct conf *conf;      /* shared->conf */
 	const struct pset *acl;       /* shared: conf's address lists in one LPM (SNAPSHOT_ACL_*) */
 	const struct local *local;    /* shared: conf's local zones (resolver/local.h); NULL = none */
+	const struct rpz *rpz;        /* shared: conf's policy zones (resolver/rpz.h); NULL = none */
 	struct domains *domains;
 	struct standby *standby;      /* partitions failed over (resolver/standby.h); NULL = none */
 	uint64_t store_version;       /* the store version domains was read at */

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "resolver/rpz.h"
+
 static const char *const counter_names[] = {
 #define COUNTER_NAME(n) #n,
 	COUNTER_LIST(COUNTER_NAME)
@@ -66,6 +68,40 @@ static uint64_t pool_value(const struct stats_view *v, int pool, const struct po
 	return it->listeners ? v->listeners[it->idx] : v->pool[pool][it->idx];
 }
 
+/* rpz_each's callbacks: "rpz.ZONE.hits N" lines, or the JSON list of zones. */
+struct rpz_out {
+	FILE *out;
+	const struct ptable *t;
+	bool json, first, first_part;
+};
+
+static void rpz_zone_line(const char *zone, uint64_t rules, uint64_t hits, void *arg)
+{
+	struct rpz_out *o = arg;
+	if (!o->json) {
+		fprintf(o->out, "rpz.%s.rules %llu\nrpz.%s.hits %llu\n", zone, ull(rules), zone, ull(hits));
+		return;
+	}
+	fprintf(o->out, "%s\n    { \"zone\": \"%s\", \"rules\": %llu, \"hits\": %llu, \"partitions\": {",
+	        o->first ? "" : " } },", zone, ull(rules), ull(hits));
+	o->first = false;
+	o->first_part = true;
+}
+
+static void rpz_part_line(const char *zone, unsigned part, uint64_t hits, void *arg)
+{
+	struct rpz_out *o = arg;
+	const char *name = ptable_name(o->t, part);
+	if (name == NULL)
+		return;
+	if (!o->json) {
+		fprintf(o->out, "rpz.%s.partition.%s %llu\n", zone, name, ull(hits));
+		return;
+	}
+	fprintf(o->out, "%s \"%s\": %llu", o->first_part ? "" : ",", name, ull(hits));
+	o->first_part = false;
+}
+
 static void write_json(FILE *out, const struct stats_view *v)
 {
 	const struct cache_stats *cs = &v->cache;
@@ -86,7 +122,12 @@ static void write_json(FILE *out, const struct stats_view *v)
 	        "\"lookup_hits\": %llu, \"lookup_misses\": %llu, \"inserts\": %llu, \"evictions\": %llu, "
 	        "\"expired\": %llu },\n", cs->entries, cs->bytes, cs->max_bytes, ull(cs->hits), ull(cs->misses),
 	        ull(cs->inserts), ull(cs->evictions), ull(cs->expired));
-	fprintf(out, "  \"edns_domains\": %zu,\n  \"partitions\": [\n", v->edns_domains);
+	fprintf(out, "  \"edns_domains\": %zu,\n", v->edns_domains);
+	struct rpz_out ro = { .out = out, .t = v->partitions, .json = true, .first = true };
+	fputs("  \"rpz\": [", out);
+	rpz_each(v->rpz, rpz_zone_line, rpz_part_line, &ro);
+	fputs(ro.first ? "],\n" : " } }\n  ],\n", out);
+	fputs("  \"partitions\": [\n", out);
 	size_t np = ptable_size(v->partitions);
 	for (size_t id = 0; id <= np; id++) {
 		const struct stats_partition *p = &v->part[id];
@@ -114,6 +155,8 @@ static void write_text(FILE *out, const struct stats_view *v)
 	        "cache.lookup_misses %llu\ncache.evictions %llu\ncache.expired %llu\n", cs->entries, cs->bytes,
 	        cs->max_bytes, ull(cs->hits), ull(cs->misses), ull(cs->evictions), ull(cs->expired));
 	fprintf(out, "edns_domains %zu\n", v->edns_domains);
+	struct rpz_out ro = { .out = out, .t = v->partitions };
+	rpz_each(v->rpz, rpz_zone_line, rpz_part_line, &ro);
 	size_t np = ptable_size(v->partitions);
 	for (size_t id = 0; id <= np; id++) {
 		const char *name = ptable_name(v->partitions, (unsigned)id);

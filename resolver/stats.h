@@ -43,6 +43,7 @@ struct stats_view {
 	uint64_t pool[STATS_POOLS][COUNTERS_N];
 	struct stats_hist upstream[STATS_POOLS]; /* upstream latency per pool */
 	struct stats_hist response;              /* client response time of answered misses */
+	const struct rpz *rpz;                   /* policy zones and their hits; NULL = none */
 };
 
 /** Write the report: "name value" lines, or one JSON object. */

@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Response policy zones (the RPZ format BIND, Unbound, Knot Resolver and
+ * PowerDNS read): QNAME triggers only, read from zone files. A zone is
+ * compiled once into two open-addressing tables (exact triggers, wildcard
+ * triggers by the name below the "*") over one arena, shared between the
+ * configs that name it and reused while its file does not change. The
+ * actions: NXDOMAIN (CNAME .), NODATA (CNAME *.), PASSTHRU (CNAME
+ * rpz-passthru.), DROP (CNAME rpz-drop.), and local data, a CNAME to
+ * another name included (a rewrite).
+ */
+#include "resolver/rpz.h"
+
+#include <errno.h>
+#include <ldns/ldns.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "partition/partition.h"
+#include "resolver/log.h"
+#include "resolver/msgbuf.h"
+#include "util/hash.h"
+
+#define RPZ_DEFAULT_TTL 3600
+#define RPZ_REPORT_MAX 10 /* bad records logged one by one per load; the rest counted */
+
+enum pact { PA_NXDOMAIN, PA_NODATA, PA_PASSTHRU, PA_DROP, PA_DATA };
+static const char *const pact_name[] = { "NXDOMAIN", "NODATA", "PASSTHRU", "DROP", "local data" };
+
+/* A trigger: a name (exact, or the name below a wildcard) and what it does. */
+struct prule {
+	uint32_t name_off;  /* in the arena: lower-case wire name */
+	uint16_t name_len;
+	uint8_t action;     /* enum pact */
+	bool used;
+	uint32_t first, n;  /* PA_DATA: its records in data[] */
+};
+
+/* A local-data record of a rule: type, class, TTL, RDLENGTH, RDATA. */
+struct pdata {
+	uint16_t type;
+	uint32_t off, len;  /* in the arena */
+};
+
+/* A compiled policy zone; shared (refs) between the rpz sets that use it. */
+struct pzone {
+	atomic_int refs;
+	char *name, *file;
+	struct stat st;     /* of the file when it was read */
+	struct hash_key key;
+	uint8_t *arena;
+	size_t arena_len, arena_cap;
+	struct prule *exact, *wild;
+	size_t emask, wmask;
+	struct pdata *data;
+	size_t ndata;
+	size_t nrules;
+};
+
+struct pentry {
+	const char *name;          /* the config's zone name (the config outlives the set) */
+	struct pzone *z;           /* NULL: never loaded */
+	bool all;                  /* no partitions list: every client */
+	uint8_t *mask;             /* else a bit per partition id */
+	size_t nparts;             /* ids 0..nparts-1 */
+	_Atomic uint64_t hits;
+	_Atomic uint64_t *part_hits;
+};
+
+struct rpz {
+	size_t n;
+	struct pentry *e;
+};
+
+/* ---- compiling a zone ---- */
+
+/* A record as read, before the tables. */
+struct pitem {
+	uint32_t name_off;
+	uint16_t name_len;
+	bool wild;
+	uint8_t action;
+	uint16_t type;
+	uint32_t data_off, data_len;
+	uint32_t seq;       /* file order: the first of conflicting actions wins */
+};
+
+static int arena_add(struct pzone *z, const void *d, size_t n, uint32_t *off)
+{
+	if (z->arena_len + n > UINT32_MAX)
+		return -ENOMEM;
+	if (z->arena_len + n > z->arena_cap) {
+		size_t cap = z->arena_cap ? z->arena_cap : 4096;
+		while (cap < z->arena_len + n)
+			cap *= 2;
+		uint8_t *g = realloc(z->arena, cap);
+		if (g == NULL)
+			return -ENOMEM;
+		z->arena = g;
+		z->arena_cap = cap;
+	}
+	memcpy(z->arena + z->arena_len, d, n);
+	*off = (uint32_t)z->arena_len;
+	z->arena_len += n;
+	return 0;
+}
+
+static void pzone_unref(struct pzone *z)
+{
+	if (z == NULL || atomic_fetch_sub(&z->refs, 1) != 1)
+		return;
+	free(z->name);
+	free(z->file);
+	free(z->arena);
+	free(z->exact);
+	free(z->wild);
+	free(z->data);
+	free(z);
+}
+
+static size_t table_size(size_t n)
+{
+	size_t s = 8;
+	while (s < 2 * n)
+		s <<= 1;
+	return s;
+}
+
+static struct prule *rule_slot(const struct pzone *z, struct prule *t, size_t mask, const uint8_t *name, size_t len)
+{
+	size_t i = (size_t)hash_bytes(&z->key, name, len) & mask;
+	while (t[i].used) {
+		if (t[i].name_len == len && memcmp(z->arena + t[i].name_off, name, len) == 0)
+			return &t[i];
+		i = (i + 1) & mask;
+	}
+	return &t[i];
+}
+
+/* Why a trigger or action is not supported, or NULL. labels: the owner below the zone, wire form. */
+static const char *trigger_problem(const uint8_t *rel, size_t len)
+{
+	/* the last label before the zone says the trigger kind: rpz-ip, rpz-nsdname, ... */
+	const uint8_t *last = NULL;
+	for (size_t p = 0; p < len && rel[p] != 0; p += 1u + rel[p])
+		last = rel + p;
+	if (last == NULL)
+		return NULL;
+	static const char *const kinds[] = { "rpz-ip", "rpz-client-ip", "rpz-nsdname", "rpz-nsip" };
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		if (last[0] == strlen(kinds[k]) && memcmp(last + 1, kinds[k], last[0]) == 0)
+			return "trigger kind not supported (QNAME triggers only): skipped";
+	return NULL;
+}
+
+struct loadrep {
+	const char *zone;
+	unsigned bad;
+};
+
+static void report(struct loadrep *rep, const ldns_rr *rr, const char *why)
+{
+	if (rep->bad++ >= RPZ_REPORT_MAX)
+		return;
+	char *owner = ldns_rdf2str(ldns_rr_owner(rr));
+	log_warn("rpz %s: record at %s skipped: %s", rep->zone, owner ? owner : "?", why);
+	free(owner);
+}
+
+/* The action of a record, or -1 (reported). */
+static int action_of(const ldns_rr *rr, struct loadrep *rep)
+{
+	if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_CNAME)
+		return PA_DATA;
+	const ldns_rdf *t = ldns_rr_rdf(rr, 0);
+	if (t == NULL || ldns_rdf_get_type(t) != LDNS_RDF_TYPE_DNAME) {
+		report(rep, rr, "malformed CNAME");
+		return -1;
+	}
+	const uint8_t *d = ldns_rdf_data(t);
+	size_t n = ldns_rdf_size(t);
+	if (n == 1)
+		return PA_NXDOMAIN; /* CNAME . */
+	if (n == 3 && d[0] == 1 && d[1] == '*')
+		return PA_NODATA; /* CNAME *. */
+	if (n >= 5 && d[0] >= 4 && strncasecmp((const char *)d + 1, "rpz-", 4) == 0 && d[1u + d[0]] == 0) {
+		if (d[0] == 12 && strncasecmp((const char *)d + 1, "rpz-passthru", 12) == 0)
+			return PA_PASSTHRU;
+		if (d[0] == 8 && strncasecmp((const char *)d + 1, "rpz-drop", 8) == 0)
+			return PA_DROP;
+		report(rep, rr, "unknown or unsupported action (rpz-tcp-only and others): skipped");
+		return -1;
+	}
+	if (n >= 3 && d[0] == 1 && d[1] == '*') {
+		report(rep, rr, "a wildcard CNAME target is not supported: skipped");
+		return -1;
+	}
+	return PA_DATA; /* a CNAME rewrite to another name */
+}
+
+/* Read one record into items. @return 0, 1 (skipped), -ENOMEM. */
+static int take(struct pzone *z, const ldns_rdf *origin, ldns_rr *rr, struct pitem **items, size_t *n, size_t *cap,
+                struct loadrep *rep)
+{
+	ldns_rr_type type = ldns_rr_get_type(rr);
+	const ldns_rdf *owner = ldns_rr_owner(rr);
+	if (ldns_dname_compare(owner, origin) == 0)
+		return 1; /* the apex: SOA, NS */
+	if (!ldns_dname_is_subdomain(owner, origin)) {
+		report(rep, rr, "owner outside the policy zone");
+		return 1;
+	}
+	if (type == LDNS_RR_TYPE_RRSIG || type == LDNS_RR_TYPE_NSEC || type == LDNS_RR_TYPE_NSEC3 ||
+	    type == LDNS_RR_TYPE_DNSKEY)
+		return 1; /* a signed policy zone: its DNSSEC records are not policy */
+	if (ldns_rr_get_class(rr) != LDNS_RR_CLASS_IN) {
+		report(rep, rr, "class other than IN");
+		return 1;
+	}
+	/* the trigger: the owner without the zone's labels */
+	uint8_t rel[WIRE_MAX_NAME];
+	size_t olen = ldns_rdf_size(owner), zlen = ldns_rdf_size(origin);
+	if (olen > WIRE_MAX_NAME || olen <= zlen) {
+		/* ldns joins a relative name to $ORIGIN without checking the result's length */
+		report(rep, rr, "owner name longer than 255 bytes");
+		return 1;
+	}
+	size_t rlen = olen - zlen + 1;
+	memcpy(rel, ldns_rdf_data(owner), rlen - 1);
+	rel[rlen - 1] = 0;
+	wire_name_lower(rel, rlen, rel);
+	const char *why = trigger_problem(rel, rlen);
+	if (why != NULL) {
+		report(rep, rr, why);
+		return 1;
+	}
+	int action = action_of(rr, rep);
+	if (action < 0)
+		return 1;
+	bool wild = rel[0] == 1 && rel[1] == '*';
+	const uint8_t *tn = wild ? rel + 2 : rel;
+	size_t tlen = wild ? rlen - 2 : rlen;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 1024;
+		struct pitem *g = realloc(*items, nc * sizeof(*g));
+		if (g == NULL)
+			return -ENOMEM;
+		*items = g;
+		*cap = nc;
+	}
+	struct pitem *it = &(*items)[*n];
+	memset(it, 0, sizeof(*it));
+	it->wild = wild;
+	it->action = (uint8_t)action;
+	it->type = (uint16_t)type;
+	it->seq = (uint32_t)*n;
+	it->name_len = (uint16_t)tlen;
+	if (arena_add(z, tn, tlen, &it->name_off) != 0)
+		return -ENOMEM;
+	if (action == PA_DATA) {
+		/* type, class, TTL, RDLENGTH, RDATA: ldns writes the owner first; skip it */
+		uint8_t *wire = NULL;
+		size_t size = 0;
+		if (ldns_rr2wire(&wire, rr, LDNS_SECTION_ANSWER, &size) != LDNS_STATUS_OK || size < olen + 10) {
+			free(wire);
+			return -ENOMEM;
+		}
+		int rc = arena_add(z, wire + olen, size - olen, &it->data_off);
+		it->data_len = (uint32_t)(size - olen);
+		free(wire);
+		if (rc != 0)
+			return -ENOMEM;
+	}
+	(*n)++;
+	return 0;
+}
+
+static int name_order(const struct pzone *z, const struct pitem *x, const struct pitem *y)
+{
+	if (x->wild != y->wild)
+		return x->wild ? 1 : -1;
+	size_t m = x->name_len < y->name_len ? x->name_len : y->name_len;
+	int c = memcmp(z->arena + x->name_off, z->arena + y->name_off, m);
+	if (c != 0)
+		return c;
+	if (x->name_len != y->name_len)
+		return x->name_len < y->name_len ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int sort_cmp(const void *a, const void *b, void *z)
+{
+	return name_order(z, a, b);
+}
+
+/* Build the tables from the items. @return 0 or -ENOMEM. */
+static int compile(struct pzone *z, struct pitem *items, size_t n, struct loadrep *rep)
+{
+	if (n > 0) /* (qsort of NULL is undefined even for 0 items) */
+		qsort_r(items, n, sizeof(*items), sort_cmp, z);
+	size_t ne = 0, nw = 0;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || items[i - 1].wild != items[i].wild || items[i - 1].name_len != items[i].name_len ||
+		    memcmp(z->arena + items[i - 1].name_off, z->arena + items[i].name_off, items[i].name_len) != 0)
+			*(items[i].wild ? &nw : &ne) += 1;
+	z->emask = table_size(ne) - 1;
+	z->wmask = table_size(nw) - 1;
+	z->exact = calloc(z->emask + 1, sizeof(*z->exact));
+	z->wild = calloc(z->wmask + 1, sizeof(*z->wild));
+	z->data = calloc(n ? n : 1, sizeof(*z->data));
+	if (z->exact == NULL || z->wild == NULL || z->data == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && items[j].wild == items[i].wild && items[j].name_len == items[i].name_len &&
+		       memcmp(z->arena + items[j].name_off, z->arena + items[i].name_off, items[i].name_len) == 0)
+			j++;
+		/* one trigger: its first record in the file sets the action; data may have many records */
+		size_t first = i;
+		for (size_t k = i; k < j; k++)
+			if (items[k].seq < items[first].seq)
+				first = k;
+		struct prule *t = items[i].wild ? z->wild : z->exact;
+		size_t mask = items[i].wild ? z->wmask : z->emask;
+		struct prule *r = rule_slot(z, t, mask, z->arena + items[i].name_off, items[i].name_len);
+		*r = (struct prule){ .name_off = items[i].name_off, .name_len = items[i].name_len,
+			             .action = items[first].action, .used = true, .first = (uint32_t)z->ndata };
+		for (size_t k = i; k < j; k++) {
+			if (items[k].action != r->action || (r->action != PA_DATA && k != first)) {
+				rep->bad++;
+				if (rep->bad <= RPZ_REPORT_MAX)
+					log_warn("rpz %s: a trigger with two actions: the first in the file kept", rep->zone);
+				continue;
+			}
+			if (r->action == PA_DATA)
+				z->data[z->ndata++] = (struct pdata){ .type = items[k].type, .off = items[k].data_off,
+					                              .len = items[k].data_len };
+		}
+		r->n = (uint32_t)(z->ndata - r->first);
+		z->nrules++;
+		i = j;
+	}
+	return 0;
+}
+
+static struct pzone *pzone_parse(const char *name, const char *file, FILE *f, bool have_prev, bool *failed,
+                                 bool *oom);
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/*
+ * Read zone name from file. @return the compiled zone; prev's when the file
+ * is unchanged, or (with an error logged) when it cannot be read or parsed;
+ * NULL when there is nothing to keep or on ENOMEM (*oom).
+ */
+static struct pzone *pzone_load(const char *name, const char *file, struct pzone *prev, bool *oom)
+{
+	struct stat st;
+	if (stat(file, &st) != 0) {
+		log_err("rpz %s: cannot read %s: %s%s", name, file, strerror(errno),
+		        prev ? " (the previous version stays)" : " (the zone is empty until it can be read)");
+		goto keep;
+	}
+	if (prev != NULL && same_file(&prev->st, &st) && strcmp(prev->file, file) == 0) {
+		atomic_fetch_add(&prev->refs, 1);
+		return prev;
+	}
+	FILE *f = fopen(file, "r");
+	if (f == NULL) {
+		log_err("rpz %s: cannot read %s: %s", name, file, strerror(errno));
+		goto keep;
+	}
+	bool failed = false;
+	struct pzone *z = pzone_parse(name, file, f, prev != NULL, &failed, oom);
+	fclose(f);
+	if (z == NULL && *oom)
+		return NULL;
+	if (z == NULL)
+		goto keep;
+	z->st = st;
+	return z;
+keep:
+	if (prev != NULL)
+		atomic_fetch_add(&prev->refs, 1);
+	return prev;
+}
+
+/*
+ * Parse and compile zone name from f (file names it in messages). @return
+ * the zone, or NULL: *failed (parse error, logged) or *oom.
+ */
+static struct pzone *pzone_parse(const char *name, const char *file, FILE *f, bool have_prev, bool *failed,
+                                 bool *oom)
+{
+	ldns_rdf *origin = NULL;
+	if (ldns_str2rdf_dname(&origin, name) != LDNS_STATUS_OK) {
+		log_err("rpz %s: not a zone name", name);
+		*failed = true;
+		return NULL;
+	}
+	struct pzone *z = calloc(1, sizeof(*z));
+	struct pitem *items = NULL;
+	size_t n = 0, cap = 0;
+	struct loadrep rep = { .zone = name };
+	if (z == NULL || (z->name = strdup(name)) == NULL || (z->file = strdup(file)) == NULL)
+		goto nomem;
+	atomic_init(&z->refs, 1);
+	hash_key_random(&z->key);
+	uint32_t ttl = RPZ_DEFAULT_TTL;
+	ldns_rdf *cur_origin = ldns_rdf_clone(origin), *prev_owner = NULL;
+	int line = 0;
+	while (!feof(f)) {
+		ldns_rr *rr = NULL;
+		ldns_status s = ldns_rr_new_frm_fp_l(&rr, f, &ttl, &cur_origin, &prev_owner, &line);
+		if (s == LDNS_STATUS_SYNTAX_EMPTY || s == LDNS_STATUS_SYNTAX_TTL || s == LDNS_STATUS_SYNTAX_ORIGIN)
+			continue;
+		if (s != LDNS_STATUS_OK) {
+			log_err("rpz %s: %s:%d: %s (%s)", name, file, line, ldns_get_errorstr_by_id(s),
+			        have_prev ? "the previous version stays" : "the zone stays empty");
+			*failed = true;
+			break;
+		}
+		ldns_dname2canonical(ldns_rr_owner(rr));
+		int rc = take(z, origin, rr, &items, &n, &cap, &rep);
+		ldns_rr_free(rr);
+		if (rc < 0) {
+			*failed = true;
+			*oom = true;
+			break;
+		}
+	}
+	ldns_rdf_deep_free(cur_origin);
+	ldns_rdf_deep_free(prev_owner);
+	ldns_rdf_deep_free(origin);
+	if (!*failed && compile(z, items, n, &rep) != 0) {
+		*failed = true;
+		*oom = true;
+	}
+	free(items);
+	if (*failed) {
+		pzone_unref(z);
+		return NULL;
+	}
+	if (rep.bad > RPZ_REPORT_MAX)
+		log_warn("rpz %s: %u records skipped in all (the first %d logged)", name, rep.bad, RPZ_REPORT_MAX);
+	log_info("rpz %s: %zu triggers loaded from %s%s", name, z->nrules, file, rep.bad ? " (some skipped)" : "");
+	return z;
+nomem:
+	ldns_rdf_deep_free(origin);
+	free(items);
+	pzone_unref(z);
+	*oom = true;
+	return NULL;
+}
+
+long rpz_zone_check(const char *zone, FILE *f)
+{
+	bool failed = false, oom = false;
+	struct pzone *z = pzone_parse(zone, "(input)", f, false, &failed, &oom);
+	long n = z ? (long)z->nrules : -1;
+	pzone_unref(z);
+	return n;
+}
+
+/* ---- the set ---- */
+
+void rpz_free(struct rpz *r)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < r->n; i++) {
+		pzone_unref(r->e[i].z);
+		free(r->e[i].mask);
+		free(r->e[i].part_hits);
+	}
+	free(r->e);
+	free(r);
+}
+
+static struct pzone *prev_zone(const struct rpz *prev, const char *name)
+{
+	for (size_t i = 0; prev && i < prev->n; i++)
+		if (prev->e[i].z && strcmp(prev->e[i].z->name, name) == 0)
+			return prev->e[i].z;
+	return NULL;
+}
+
+struct rpz *rpz_build(const struct conf *c, const struct rpz *prev, bool *oom)
+{
+	*oom = false;
+	if (c->nrpz == 0)
+		return NULL;
+	struct rpz *r = calloc(1, sizeof(*r));
+	if (r == NULL || (r->e = calloc(c->nrpz, sizeof(*r->e))) == NULL)
+		goto oom;
+	r->n = c->nrpz;
+	size_t nparts = ptable_size(c->partitions.table) + 1;
+	for (size_t i = 0; i < c->nrpz; i++) {
+		const struct conf_rpz *cr = &c->rpz[i];
+		struct pentry *e = &r->e[i];
+		e->name = cr->zone;
+		e->z = pzone_load(cr->zone, cr->file, prev_zone(prev, cr->zone), oom);
+		if (*oom)
+			goto oom;
+		e->nparts = nparts;
+		e->part_hits = calloc(nparts, sizeof(*e->part_hits));
+		if (e->part_hits == NULL)
+			goto oom;
+		e->all = cr->npartitions == 0;
+		if (!e->all) {
+			if ((e->mask = calloc((nparts + 7) / 8, 1)) == NULL)
+				goto oom;
+			for (size_t k = 0; k < cr->npartitions; k++)
+				if (cr->part_ids && cr->part_ids[k] < nparts)
+					e->mask[cr->part_ids[k] / 8] |= (uint8_t)(1u << (cr->part_ids[k] % 8));
+		}
+	}
+	return r;
+oom:
+	rpz_free(r);
+	*oom = true;
+	return NULL;
+}
+
+/* ---- checking a query ---- */
+
+static const struct prule *zone_match(const struct pzone *z, const uint8_t *name, size_t len)
+{
+	if (z == NULL || z->nrules == 0)
+		return NULL;
+	const struct prule *r = rule_slot(z, z->exact, z->emask, name, len);
+	if (r->used)
+		return r;
+	/* the closest wildcard: *.parent, *.grandparent, ... */
+	for (const uint8_t *p = name; p[0] != 0;) {
+		p += 1u + p[0];
+		r = rule_slot(z, z->wild, z->wmask, p, len - (size_t)(p - name));
+		if (r->used)
+			return r;
+	}
+	return NULL;
+}
+
+static enum rpz_verdict respond(const struct pzone *z, const struct prule *r, const struct wire_query *q,
+                                uint8_t **msg, size_t *len)
+{
+	struct msgbuf m = { 0 };
+	if (r->action == PA_NXDOMAIN || r->action == PA_NODATA) {
+		msgbuf_start(&m, q, r->action == PA_NXDOMAIN ? WIRE_RCODE_NXDOMAIN : WIRE_RCODE_NOERROR, 0, 0);
+	} else {
+		/* local data: the records of the type asked, else a CNAME, else no data */
+		uint16_t want = q->qtype;
+		size_t count = 0;
+		for (int pass = 0; pass < 2 && count == 0; pass++) {
+			for (uint32_t i = r->first; i < r->first + r->n; i++)
+				count += z->data[i].type == want;
+			if (count == 0)
+				want = WIRE_TYPE_CNAME;
+		}
+		msgbuf_start(&m, q, WIRE_RCODE_NOERROR, (uint16_t)count, 0);
+		for (uint32_t i = r->first; i < r->first + r->n && count > 0; i++) {
+			if (z->data[i].type != want)
+				continue;
+			msgbuf_put(&m, q->qname_lc, q->qname_len);
+			msgbuf_put(&m, z->arena + z->data[i].off, z->data[i].len);
+		}
+	}
+	if (m.oom) {
+		free(m.p);
+		return RPZ_PASS;
+	}
+	*msg = m.p;
+	*len = m.len;
+	return RPZ_ANSWER;
+}
+
+enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire_query *q, uint8_t **msg,
+                           size_t *len)
+{
+	return rpz_check_name(r, part, q->qname_lc, q->qname_len, q, msg, len);
+}
+
+enum rpz_verdict rpz_check_name(const struct rpz *r, unsigned part, const uint8_t *name, size_t name_len,
+                                const struct wire_query *q, uint8_t **msg, size_t *len)
+{
+	if (r == NULL)
+		return RPZ_PASS;
+	for (size_t i = 0; i < r->n; i++) {
+		struct pentry *e = &r->e[i];
+		if (!e->all && (part >= e->nparts || !(e->mask[part / 8] & (1u << (part % 8)))))
+			continue;
+		const struct prule *rule = zone_match(e->z, name, name_len);
+		if (rule == NULL)
+			continue;
+		atomic_fetch_add_explicit(&e->hits, 1, memory_order_relaxed);
+		if (part < e->nparts)
+			atomic_fetch_add_explicit(&e->part_hits[part], 1, memory_order_relaxed);
+		if (log_get_level() >= LOG_LEVEL_INFO) {
+			char text[512] = "?", qtext[512] = "?";
+			wire_name_to_text(name, name_len, text, sizeof(text));
+			wire_name_to_text(q->qname_lc, q->qname_len, qtext, sizeof(qtext));
+			log_info_limited("rpz %s: %s type %u%s%s (partition id %u): %s", e->name, text, q->qtype,
+			                 name == q->qname_lc ? "" : ", a CNAME target of ", name == q->qname_lc ? "" : qtext,
+			                 part, pact_name[rule->action]);
+		}
+		switch (rule->action) {
+		case PA_PASSTHRU: return RPZ_PASS;
+		case PA_DROP: return RPZ_DROP;
+		default: return respond(e->z, rule, q, msg, len);
+		}
+	}
+	return RPZ_PASS;
+}
+
+void rpz_each(const struct rpz *r, void (*fn)(const char *zone, uint64_t rules, uint64_t hits, void *arg),
+              void (*fnp)(const char *zone, unsigned part, uint64_t hits, void *arg), void *arg)
+{
+	for (size_t i = 0; r && i < r->n; i++) {
+		const struct pentry *e = &r->e[i];
+		const char *zone = e->name;
+		fn(zone, e->z ? e->z->nrules : 0, atomic_load_explicit(&e->hits, memory_order_relaxed), arg);
+		for (size_t p = 0; fnp && p < e->nparts; p++) {
+			uint64_t h = atomic_load_explicit(&e->part_hits[p], memory_order_relaxed);
+			if (h > 0)
+				fnp(zone, (unsigned)p, h, arg);
+		}
+	}
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This file is private to resolver/. Response policy zones (rpz): QNAME triggers, for everyone or some partitions. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "conf/conf.h"
+#include "resolver/wire.h"
+
+struct rpz;
+
+/**
+ * The policy zones of c, in order, each read from its file. A zone whose
+ * file cannot be read or parsed keeps the version prev has of it (by zone
+ * name; an unchanged file is not read again), or is empty when there is
+ * none; each problem is logged with the zone, the file and the line. A
+ * record with an unknown action or an unsupported trigger is skipped and
+ * reported with the zone and owner.
+ * @return NULL when c has no rpz, or on ENOMEM (*oom set).
+ */
+struct rpz *rpz_build(const struct conf *c, const struct rpz *prev, bool *oom);
+void rpz_free(struct rpz *r);
+
+enum rpz_verdict {
+	RPZ_PASS,    /* no policy (or PASSTHRU): resolve as usual */
+	RPZ_ANSWER,  /* *msg is the answer (NXDOMAIN, NODATA or the policy's data) */
+	RPZ_DROP,    /* no reply at all */
+};
+
+/**
+ * The policy for a client of partition part asking q (its QNAME): the first
+ * zone, in config order, that applies to the partition and has a trigger
+ * for the name (exact, else the closest wildcard) decides. Counts the hit.
+ * @param msg, len  RPZ_ANSWER: a malloc'd response (caller frees)
+ */
+enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire_query *q, uint8_t **msg,
+                           size_t *len);
+
+/**
+ * rpz_check for another name of q's answer (a CNAME target, lower case):
+ * the policy's answer is still an answer to q (the question is q's).
+ */
+enum rpz_verdict rpz_check_name(const struct rpz *r, unsigned part, const uint8_t *name, size_t name_len,
+                                const struct wire_query *q, uint8_t **msg, size_t *len);
+
+/** Per zone, in config order: fn(zone, hits, arg); then per partition with hits: fnp(zone, part, hits, arg). */
+void rpz_each(const struct rpz *r, void (*fn)(const char *zone, uint64_t rules, uint64_t hits, void *arg),
+              void (*fnp)(const char *zone, unsigned part, uint64_t hits, void *arg), void *arg);
+
+/**
+ * Parse and compile one policy zone from f, then drop it (for the fuzz
+ * target and tests). @return its number of triggers, or -1 (does not parse).
+ */
+long rpz_zone_check(const char *zone, FILE *f);
