@@ -55,6 +55,7 @@ struct pzone {
 	size_t arena_len, arena_cap;
 	struct prule *exact, *wild;
 	size_t emask, wmask;
+	uint64_t wild_depths[2]; /* bit n: a wildcard trigger n labels deep exists (n < 128) */
 	struct pdata *data;
 	size_t ndata;
 	size_t nrules;
@@ -323,6 +324,11 @@ static int compile(struct pzone *z, struct pitem *items, size_t n, struct loadre
 		for (size_t k = i; k < j; k++)
 			if (items[k].seq < items[first].seq)
 				first = k;
+		if (items[i].wild) {
+			int labels = wire_name_labels(z->arena + items[i].name_off, items[i].name_len);
+			if (labels >= 0 && labels < 128)
+				z->wild_depths[labels / 64] |= 1ull << (labels % 64);
+		}
 		struct prule *t = items[i].wild ? z->wild : z->exact;
 		size_t mask = items[i].wild ? z->wmask : z->emask;
 		struct prule *r = rule_slot(z, t, mask, z->arena + items[i].name_off, items[i].name_len);
@@ -538,9 +544,15 @@ static const struct prule *zone_match(const struct pzone *z, const uint8_t *name
 	const struct prule *r = rule_slot(z, z->exact, z->emask, name, len);
 	if (r->used)
 		return r;
-	/* the closest wildcard: *.parent, *.grandparent, ... */
+	/* the closest wildcard: *.parent, *.grandparent, ...; only at depths some wildcard has */
+	if ((z->wild_depths[0] | z->wild_depths[1]) == 0)
+		return NULL;
+	int depth = wire_name_labels(name, len);
 	for (const uint8_t *p = name; p[0] != 0;) {
 		p += 1u + p[0];
+		depth--;
+		if (depth < 0 || depth >= 128 || !(z->wild_depths[depth / 64] & (1ull << (depth % 64))))
+			continue;
 		r = rule_slot(z, z->wild, z->wmask, p, len - (size_t)(p - name));
 		if (r->used)
 			return r;
