@@ -2,6 +2,7 @@
 /* Cross-key checks of a parsed config, and building its partition table and mapping. */
 #include "conf/check.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -586,6 +587,44 @@ static void build_parts(struct loader *L, const struct pcheck *pc)
 	}
 }
 
+/* rpz[i].primary, .tsig: what a transfer needs (RFC 8945 algorithms, a base64 secret). */
+static void check_rpz_transfer(struct loader *L, const struct conf_rpz *r, size_t i, const struct ynode *item)
+{
+	const struct ynode *tsig = conf_ynode_get(item, "tsig");
+	if (r->tsig_name != NULL && r->primary.len == 0) {
+		conf_key_set(L, "rpz[%zu].tsig", i);
+		conf_error(L, tsig, false, "tsig signs transfers: it needs a primary");
+	}
+	if (r->tsig_algorithm != NULL && r->tsig_name != NULL) {
+		static const char *const algs[] = { "hmac-md5", "hmac-sha1", "hmac-sha224", "hmac-sha256",
+			                            "hmac-sha384", "hmac-sha512" };
+		bool known = false;
+		for (size_t k = 0; k < sizeof(algs) / sizeof(algs[0]); k++)
+			known |= strcmp(r->tsig_algorithm, algs[k]) == 0;
+		if (!known) {
+			conf_key_set(L, "rpz[%zu].tsig.algorithm", i);
+			conf_error(L, conf_ynode_get(tsig, "algorithm"), true,
+			           "expected hmac-sha256 (or hmac-sha1, -sha224, -sha384, -sha512, hmac-md5)");
+		}
+	}
+	if (r->tsig_secret != NULL) {
+		/* base64 (RFC 4648), as knotc, tsig-keygen and keymgr print it */
+		size_t n = strlen(r->tsig_secret), pad = 0;
+		bool ok = n > 0 && n % 4 == 0;
+		for (size_t k = 0; k < n && ok; k++) {
+			char ch = r->tsig_secret[k];
+			if (ch == '=')
+				pad++;
+			else
+				ok = pad == 0 && (isalnum((unsigned char)ch) || ch == '+' || ch == '/');
+		}
+		if (!ok || pad > 2) {
+			conf_key_set(L, "rpz[%zu].tsig.secret", i);
+			conf_error(L, conf_ynode_get(tsig, "secret"), false, "not a base64 secret");
+		}
+	}
+}
+
 /* rpz: one entry per zone; its partitions exist (names resolved to ids) */
 static void check_rpz(struct loader *L)
 {
@@ -602,6 +641,7 @@ static void check_rpz(struct loader *L)
 			conf_error(L, conf_ynode_get(item, "zone"), true, "duplicate policy zone, first at line %u, column %u",
 			           f ? (unsigned)f->line : 0, f ? (unsigned)f->col : 0);
 		}
+		check_rpz_transfer(L, r, i, item);
 		if (r->npartitions == 0)
 			continue;
 		r->part_ids = calloc(r->npartitions, sizeof(*r->part_ids));

@@ -84,7 +84,10 @@ struct conf_local_zone {
 /* A response policy zone (rpz), applied to every client or to some partitions. */
 struct conf_rpz {
 	char *zone;                 /* the policy zone's name: triggers are relative to it */
-	char *file;                 /* its zone file (read at start and on reload) */
+	char *file;                 /* its zone file (read at start and on reload; with primary, each transfer's copy) */
+	struct conf_addr primary;   /* len 0: none (the file is the zone) */
+	char *tsig_name, *tsig_algorithm, *tsig_secret; /* NULL: transfers unsigned */
+	unsigned refresh;           /* seconds between SOA checks; 0 = the zone's SOA refresh */
 	size_t npartitions;
 	char **partitions;          /* names as given; none = every client */
 	unsigned *part_ids;         /* resolved, npartitions of them */

@@ -139,10 +139,21 @@ static const struct sitem local_items[] = {
 
 /* rpz items: a policy zone read from a file, for everyone or for some partitions */
 #define RZ struct conf_rpz
+static const struct sitem rpz_tsig_items[] = {
+	{ .name = "name", .type = ST_DNAME, .flags = SF_REQUIRED, FLD(RZ, tsig_name) },
+	{ .name = "algorithm", .type = ST_STR, FLD(RZ, tsig_algorithm), .def = "hmac-sha256" },
+	{ .name = "secret", .type = ST_STR, .flags = SF_REQUIRED, FLD(RZ, tsig_secret) },
+	{ .name = NULL },
+};
+
 static const struct sitem rpz_items[] = {
 	{ .name = "zone", .type = ST_DNAME, .flags = SF_REQUIRED, FLD(RZ, zone) },
 	{ .name = "file", .type = ST_PATH, .flags = SF_REQUIRED, FLD(RZ, file) },
 	{ .name = "partitions", .type = ST_PNAME, LST(RZ, partitions, npartitions, 0) },
+	/* a primary to transfer the zone from (AXFR), checked every refresh seconds */
+	{ .name = "primary", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(RZ, primary), .min = 53 },
+	{ .name = "tsig", SEC(rpz_tsig_items) },
+	{ .name = "refresh", .type = ST_UINT, FLD(RZ, refresh), .min = 0, .max = 86400, .def = "0" },
 	{ .name = NULL },
 };
 

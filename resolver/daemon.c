@@ -32,6 +32,7 @@
 #include "resolver/publish.h"
 #include "resolver/resolve_edns.h"
 #include "resolver/resolve_normal.h"
+#include "resolver/rpz_xfr.h"
 #include "resolver/route.h"
 #include "resolver/snapshot.h"
 #include "resolver/standby.h"
@@ -59,6 +60,7 @@ struct daemon {
 	struct probe *probe;         /* partdnsctl query */
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */
+	struct rpz_xfr *rpz_xfr;      /* policy zones from primaries (rpz[].primary); NULL until running */
 	struct http_server *http;    /* server.http: the plan for CDNs; NULL when off */
 	_Atomic time_t plan_since;   /* when the running partition plan went live (Last-Modified) */
 	bool plan_from_store;        /* running an activated plan the config does not hold yet (reload_lock) */
@@ -1115,6 +1117,24 @@ static void poll_store(struct daemon *d)
 	load_next_plan(d);
 }
 
+/* A transfer wrote a policy zone's file: publish the running config with its zones re-read. */
+static void poll_rpz(struct daemon *d)
+{
+	if (!rpz_xfr_take_changed(d->rpz_xfr))
+		return;
+	pthread_mutex_lock(&d->reload_lock);
+	struct domains *dom;
+	uint64_t version;
+	if (load_domains(d, &dom, &version) == 0) {
+		struct snapshot *cur = snapshot_get(&d->snapshots);
+		struct standby *sb = load_standby(d, cur->conf);
+		snapshot_release(cur);
+		if (snapshot_publish_rpz(&d->snapshots, dom, sb, version) != 0)
+			log_err("cannot take the transferred policy zone: out of memory (the running version stays)");
+	}
+	pthread_mutex_unlock(&d->reload_lock);
+}
+
 /*
  * The staged plan's time has come (partdnsctl plan activate): the store
  * makes it the active plan in one transaction, and a reload runs it
@@ -1183,6 +1203,9 @@ int daemon_run(struct daemon *d)
 		rc = -EIO;
 	if (rc == 0 && d->http && http_start(d->http) != 0)
 		rc = -EIO;
+	/* always: a reload may add a primary later; without one it only looks, once a second */
+	if (rc == 0 && (d->rpz_xfr = rpz_xfr_start(&d->snapshots)) == NULL)
+		rc = -ENOMEM;
 	if (rc != 0) {
 		log_err("cannot start threads: %s", strerror(-rc));
 		daemon_stop(d);
@@ -1221,6 +1244,7 @@ int daemon_run(struct daemon *d)
 			notify_reload(d);
 		} else {
 			poll_store(d);
+			poll_rpz(d);
 			activate_due(d);
 		}
 	}
@@ -1228,6 +1252,8 @@ int daemon_run(struct daemon *d)
 	if (d->metrics) /* /health says 503 while shutting down; /metrics still answers */
 		metrics_http_set_ready(d->metrics, false);
 	control_stop(d->control);
+	rpz_xfr_stop(d->rpz_xfr);
+	d->rpz_xfr = NULL;
 	for (unsigned i = 0; i < d->nworkers; i++)
 		worker_join(d->workers[i]);
 	resolve_normal_join(d->normal);

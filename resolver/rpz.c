@@ -59,6 +59,8 @@ struct pzone {
 	struct pdata *data;
 	size_t ndata;
 	size_t nrules;
+	bool has_soa;
+	uint32_t serial, refresh; /* the apex SOA's, for transfers */
 };
 
 struct pentry {
@@ -72,6 +74,7 @@ struct pentry {
 };
 
 struct rpz {
+	atomic_int refs;
 	size_t n;
 	struct pentry *e;
 };
@@ -208,8 +211,16 @@ static int take(struct pzone *z, const ldns_rdf *origin, ldns_rr *rr, struct pit
 {
 	ldns_rr_type type = ldns_rr_get_type(rr);
 	const ldns_rdf *owner = ldns_rr_owner(rr);
-	if (ldns_dname_compare(owner, origin) == 0)
-		return 1; /* the apex: SOA, NS */
+	if (ldns_dname_compare(owner, origin) == 0) {
+		/* the apex: SOA (its serial says when a transfer brings news), NS */
+		if (type == LDNS_RR_TYPE_SOA && !z->has_soa && ldns_rr_rd_count(rr) == 7 && ldns_rr_rdf(rr, 2) &&
+		    ldns_rr_rdf(rr, 3) && ldns_rdf_size(ldns_rr_rdf(rr, 2)) == 4 && ldns_rdf_size(ldns_rr_rdf(rr, 3)) == 4) {
+			z->has_soa = true;
+			z->serial = ldns_rdf2native_int32(ldns_rr_rdf(rr, 2));
+			z->refresh = ldns_rdf2native_int32(ldns_rr_rdf(rr, 3));
+		}
+		return 1;
+	}
 	if (!ldns_dname_is_subdomain(owner, origin)) {
 		report(rep, rr, "owner outside the policy zone");
 		return 1;
@@ -477,7 +488,22 @@ long rpz_zone_check(const char *zone, FILE *f)
 
 /* ---- the set ---- */
 
-void rpz_free(struct rpz *r)
+struct rpz *rpz_ref(struct rpz *r)
+{
+	if (r != NULL)
+		atomic_fetch_add(&r->refs, 1);
+	return r;
+}
+
+static void rpz_free(struct rpz *r);
+
+void rpz_unref(struct rpz *r)
+{
+	if (r != NULL && atomic_fetch_sub(&r->refs, 1) == 1)
+		rpz_free(r);
+}
+
+static void rpz_free(struct rpz *r)
 {
 	if (r == NULL)
 		return;
@@ -506,6 +532,7 @@ struct rpz *rpz_build(const struct conf *c, const struct rpz *prev, bool *oom)
 	struct rpz *r = calloc(1, sizeof(*r));
 	if (r == NULL || (r->e = calloc(c->nrpz, sizeof(*r->e))) == NULL)
 		goto oom;
+	atomic_init(&r->refs, 1);
 	r->n = c->nrpz;
 	size_t nparts = ptable_size(c->partitions.table) + 1;
 	for (size_t i = 0; i < c->nrpz; i++) {
@@ -644,4 +671,17 @@ void rpz_each(const struct rpz *r, void (*fn)(const char *zone, uint64_t rules, 
 				fnp(zone, (unsigned)p, h, arg);
 		}
 	}
+}
+
+bool rpz_serial(const struct rpz *r, const char *zone, uint32_t *serial, uint32_t *refresh)
+{
+	for (size_t i = 0; r && i < r->n; i++) {
+		const struct pzone *z = r->e[i].z;
+		if (z != NULL && z->has_soa && strcmp(r->e[i].name, zone) == 0) {
+			*serial = z->serial;
+			*refresh = z->refresh;
+			return true;
+		}
+	}
+	return false;
 }

@@ -22,7 +22,10 @@ struct rpz;
  * @return NULL when c has no rpz, or on ENOMEM (*oom set).
  */
 struct rpz *rpz_build(const struct conf *c, const struct rpz *prev, bool *oom);
-void rpz_free(struct rpz *r);
+
+/** Another reference to r (NULL: NULL); rpz_unref drops one, the last frees r. */
+struct rpz *rpz_ref(struct rpz *r);
+void rpz_unref(struct rpz *r);
 
 enum rpz_verdict {
 	RPZ_PASS,    /* no policy (or PASSTHRU): resolve as usual */
@@ -45,6 +48,9 @@ enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire
  */
 enum rpz_verdict rpz_check_name(const struct rpz *r, unsigned part, const uint8_t *name, size_t name_len,
                                 const struct wire_query *q, uint8_t **msg, size_t *len);
+
+/** The SOA serial and refresh of zone as loaded in r. @return false when r has none (not loaded, no SOA). */
+bool rpz_serial(const struct rpz *r, const char *zone, uint32_t *serial, uint32_t *refresh);
 
 /** Per zone, in config order: fn(zone, hits, arg); then per partition with hits: fnp(zone, part, hits, arg). */
 void rpz_each(const struct rpz *r, void (*fn)(const char *zone, uint64_t rules, uint64_t hits, void *arg),

@@ -15,14 +15,12 @@ struct snapshot_conf {
 	struct conf *conf;
 	struct pset *acl; /* built from conf once, shared like it */
 	struct local *local; /* conf's local zones, indexed once; NULL = none */
-	struct rpz *rpz;     /* conf's policy zones, loaded once; NULL = none */
 };
 
 static void shared_release(struct snapshot_conf *sc)
 {
 	if (sc && atomic_fetch_sub(&sc->refs, 1) == 1) {
 		local_free(sc->local);
-		rpz_free(sc->rpz);
 		conf_free(sc->conf);
 		pset_free(sc->acl);
 		free(sc);
@@ -86,6 +84,7 @@ void snapshot_release(struct snapshot *s)
 {
 	if (s && atomic_fetch_sub(&s->refs, 1) == 1) {
 		shared_release(s->shared);
+		rpz_unref(s->rpz_owned);
 		domains_free(s->domains);
 		standby_free(s->standby);
 		free(s);
@@ -116,8 +115,8 @@ struct snapshot *snapshot_get(struct snapshot_slot *slot)
 	return s;
 }
 
-int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains,
-                     struct standby *standby, uint64_t version)
+static int publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains, struct standby *standby,
+                   uint64_t version, bool reread_rpz)
 {
 	struct snapshot *s = calloc(1, sizeof(*s));
 	struct snapshot_conf *sc = conf ? calloc(1, sizeof(*sc)) : NULL;
@@ -125,18 +124,20 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	bool local_oom = false, rpz_oom = false;
 	struct local *local = conf ? local_build(conf, &local_oom) : NULL;
 	struct rpz *rpz = NULL;
-	if (conf) {
+	struct snapshot *cur = snapshot_get(slot);
+	if (conf != NULL || reread_rpz) {
 		/* policy zones whose files did not change (or cannot be read) keep the running version */
-		struct snapshot *cur = snapshot_get(slot);
-		rpz = rpz_build(conf, cur ? cur->shared->rpz : NULL, &rpz_oom);
-		snapshot_release(cur);
+		rpz = rpz_build(conf ? conf : cur->conf, cur ? cur->rpz_owned : NULL, &rpz_oom);
+	} else if (cur != NULL) {
+		rpz = rpz_ref(cur->rpz_owned);
 	}
+	snapshot_release(cur);
 	if (s == NULL || local_oom || rpz_oom || (conf && (sc == NULL || acl == NULL))) {
 		free(s);
 		free(sc);
 		pset_free(acl);
 		local_free(local);
-		rpz_free(rpz);
+		rpz_unref(rpz);
 		conf_free(conf);
 		domains_free(domains);
 		standby_free(standby);
@@ -147,7 +148,6 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 		sc->conf = conf;
 		sc->acl = acl;
 		sc->local = local;
-		sc->rpz = rpz;
 	}
 	atomic_init(&s->refs, 1);
 	s->domains = domains;
@@ -163,11 +163,24 @@ int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domai
 	s->conf = sc->conf;
 	s->acl = sc->acl;
 	s->local = sc->local;
-	s->rpz = sc->rpz;
+	s->rpz_owned = rpz;
+	s->rpz = rpz;
 	s->generation = (old ? old->generation : 0) + 1;
 	slot->cur = s;
 	atomic_store_explicit(&slot->generation, s->generation, memory_order_release);
 	pthread_mutex_unlock(&slot->lock);
 	snapshot_release(old);
 	return 0;
+}
+
+int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains,
+                     struct standby *standby, uint64_t version)
+{
+	return publish(slot, conf, domains, standby, version, false);
+}
+
+int snapshot_publish_rpz(struct snapshot_slot *slot, struct domains *domains, struct standby *standby,
+                         uint64_t version)
+{
+	return publish(slot, NULL, domains, standby, version, true);
 }

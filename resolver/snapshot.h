@@ -29,7 +29,8 @@ struct snapshot {
 	const struct conf *conf;      /* shared->conf */
 	const struct pset *acl;       /* shared: conf's address lists in one LPM (SNAPSHOT_ACL_*) */
 	const struct local *local;    /* shared: conf's local zones (resolver/local.h); NULL = none */
-	const struct rpz *rpz;        /* shared: conf's policy zones (resolver/rpz.h); NULL = none */
+	const struct rpz *rpz;        /* the policy zones (resolver/rpz.h); NULL = none */
+	struct rpz *rpz_owned;        /* the same, a reference this snapshot holds */
 	struct domains *domains;
 	struct standby *standby;      /* partitions failed over (resolver/standby.h); NULL = none */
 	uint64_t store_version;       /* the store version domains was read at */
@@ -57,6 +58,14 @@ void snapshot_slot_deinit(struct snapshot_slot *slot);
  */
 int snapshot_publish(struct snapshot_slot *slot, struct conf *conf, struct domains *domains,
                      struct standby *standby, uint64_t version);
+
+/**
+ * Publish the running config again with its policy zones re-read (a zone
+ * whose file changed, e.g. after a transfer, is loaded anew; the others are
+ * kept). domains and standby as for snapshot_publish.
+ */
+int snapshot_publish_rpz(struct snapshot_slot *slot, struct domains *domains, struct standby *standby,
+                         uint64_t version);
 
 /** A reference to the current snapshot; release it with snapshot_release. */
 struct snapshot *snapshot_get(struct snapshot_slot *slot);

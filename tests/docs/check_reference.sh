@@ -38,6 +38,7 @@ BEGIN {
 	prefix["local_items"] = "local_zones[]."
 	also["local_items"] = "partitions.list[].local_zones[]."  # the same rows, per partition
 	prefix["rpz_items"] = "rpz[]."
+	prefix["rpz_tsig_items"] = "rpz[].tsig."
 }
 /^static const struct sitem [a-z_0-9]+\[\] = \{/ {
 	t = $5; sub(/\[\].*/, "", t)

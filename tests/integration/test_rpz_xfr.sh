@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A policy zone from its primary: knotd serves rpz.primary. to transfers
+# signed with a TSIG key only; partdns transfers it (AXFR), applies it,
+# follows a change of the zone within its refresh, refuses nothing it did
+# not get (a wrong key transfers nothing and is logged), and serves the last
+# good copy after a restart while the primary is down.
+. "$(dirname "$0")/lib.sh"
+harness_init rpz_xfr
+harness_start_all
+pd_require_bins
+
+SECRET=$(head -c 32 /dev/urandom | base64)
+WRONG=$(head -c 32 /dev/urandom | base64)
+dir=$IT_TMP/knot-rpz
+mkdir -p "$dir/db"
+write_zone() { # write_zone SERIAL [EXTRA-LINE]
+  {
+    echo '$TTL 60'
+    echo "@ SOA ns.rpz.primary. host.rpz.primary. $1 1 1 86400 60"
+    echo '@ NS ns.rpz.primary.'
+    echo 'ns A 192.0.2.53'
+    echo 'www.customer.example CNAME .'
+    [ -z "${2:-}" ] || echo "$2"
+  } > "$dir/rpz.primary.zone"
+}
+write_zone 1
+cat > "$dir/knot.conf" <<EOF
+server:
+  rundir: $dir
+  listen: $NET.7@53
+  udp-workers: 1
+  tcp-workers: 1
+  background-workers: 1
+database:
+  storage: $dir/db
+control:
+  listen: $dir/knot.sock
+log:
+  - target: $dir/knotd.log
+    any: info
+key:
+  - id: xfr.
+    algorithm: hmac-sha256
+    secret: $SECRET
+acl:
+  - id: xfr_acl
+    key: xfr.
+    action: transfer
+template:
+  - id: default
+    storage: $dir
+    file: "%s.zone"
+    zonefile-sync: -1
+    zonefile-load: whole
+    journal-content: none
+zone:
+  - domain: rpz.primary.
+    acl: xfr_acl
+EOF
+knotd -c "$dir/knot.conf" >> "$dir/stdout.log" 2>&1 &
+IT_PIDS[rpz]=$!
+IT_CONF[rpz]=$dir/knot.conf
+IT_ADDR[rpz]=$NET.7
+IT_ZONES[rpz]=rpz.primary.
+knot_wait rpz
+assert_eq "the primary refuses a transfer without the key" "1" \
+  "$(dig +time=2 +tries=1 @"$NET.7" rpz.primary. AXFR 2>&1 | grep -c 'Transfer failed')"
+
+pd_write_conf "$IT_TMP/partdns.yaml"
+cat >> "$PD_CONF" <<EOF
+rpz:
+  - zone: rpz.primary.
+    file: $IT_TMP/rpz.primary.copy
+    primary: "$NET.7@53"
+    tsig: { name: xfr., algorithm: hmac-sha256, secret: "$SECRET" }
+    refresh: 1
+  - zone: rpz.primary.wrongkey.
+    file: $IT_TMP/wrongkey.copy
+    primary: "$NET.7@53"
+    tsig: { name: xfr., secret: "$WRONG" }
+    refresh: 1
+EOF
+partdns_start "$PD_CONF"
+
+# wait_rcode CLIENT NAME RCODE SECONDS: poll until partdns answers RCODE
+wait_rcode() {
+  local i
+  for ((i = 0; i < $4 * 4; i++)); do
+    [ "$(dig_rcode "$1" "$2")" = "$3" ] && return 0
+    sleep 0.25
+  done
+  return 1
+}
+wait_rcode 127.0.1.10 www.customer.example NXDOMAIN 15 && ok "the transferred policy applies (AXFR with TSIG)" ||
+  fail "the transferred policy applies (AXFR with TSIG)" "$(grep rpz "$IT_TMP/partdns.log" | tail -n 5)"
+assert_match "the transfer is logged" 'rpz rpz\.primary\.: [0-9]+ records transferred from' "$(cat "$IT_TMP/partdns.log")"
+assert_eq "the copy is kept on disk" "1" "$(grep -c 'www.customer.example.rpz.primary.' "$IT_TMP/rpz.primary.copy")"
+assert_eq "a name without a trigger resolves" "203.0.113.11" "$(dig_a 127.0.1.10 plain.customer.example)"
+
+# the zone changes at the primary: partdns follows within its refresh
+write_zone 2 'plain.customer.example CNAME .'
+knotc -c "$dir/knot.conf" zone-reload rpz.primary. >/dev/null 2>&1 ||
+  knotc -c "$dir/knot.conf" reload >/dev/null 2>&1
+wait_rcode 127.0.2.10 plain.customer.example NXDOMAIN 15 && ok "a new serial at the primary is transferred and applied" ||
+  fail "a new serial at the primary is transferred and applied" "$(grep rpz "$IT_TMP/partdns.log" | tail -n 5)"
+
+# the wrong key: nothing transferred, said so, no file
+assert_match "a transfer with the wrong key fails and says so" \
+  'rpz rpz\.primary\.wrongkey\.: (SOA query to|transfer from) ' "$(cat "$IT_TMP/partdns.log")"
+[ ! -e "$IT_TMP/wrongkey.copy" ] && ok "... and writes no copy" || fail "... and writes no copy"
+
+# the primary goes away; a restart serves the last good copy
+it_stop_pid "${IT_PIDS[rpz]}" 3
+unset "IT_PIDS[rpz]"
+partdns_stop
+assert_eq "clean exit" 0 "$PD_EXIT_STATUS"
+partdns_start "$PD_CONF"
+assert_eq "after a restart without the primary: the copy's policy" "NXDOMAIN" \
+  "$(dig_rcode 127.0.3.10 plain.customer.example)"
+partdns_alive && ok "partdns still running" || fail "partdns died" "$(tail -n 20 "$IT_TMP/partdns.log")"
+it_done
