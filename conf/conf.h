@@ -156,6 +156,8 @@ struct conf {
 		struct conf_option *options;
 		unsigned zone_qps;  /* upstream queries per second per zone (libunbound ratelimit); 0 = off */
 		unsigned zone_inflight; /* lookups in flight per parent domain, per resolver thread; 0 = off */
+		size_t ndomain_insecure; /* names validated as insecure whatever the chain says (Unbound's */
+		char **domain_insecure;  /* domain-insecure): private zones under a trust anchor */
 		size_t noutgoing;   /* source addresses of the normal pool (libunbound outgoing-interface); */
 		struct conf_addr *outgoing; /* none = any; a family without one is not used */
 	} resolver;

@@ -247,6 +247,8 @@ static const struct sitem resolver_items[] = {
 	  .count_off = offsetof(CS, conf.resolver.noptions) },
 	{ .name = "zone_qps", .type = ST_UINT, FLD(CS, conf.resolver.zone_qps),
 	  .max = 1000000, .def = "1000" },
+	{ .name = "domain_insecure", .type = ST_DNAME,
+	  LST(CS, conf.resolver.domain_insecure, conf.resolver.ndomain_insecure, 0) },
 	{ .name = "zone_inflight", .type = ST_UINT, FLD(CS, conf.resolver.zone_inflight),
 	  .max = 65535, .def = "200" },
 	{ .name = "outgoing", .type = ST_SOURCE,

@@ -914,6 +914,14 @@ static bool options_same(const struct conf *a, const struct conf *b)
  * started with (old): a key changed by an earlier reload and changed back is
  * no change, and one changed twice is still noted.
  */
+static bool names_same(char *const *a, size_t na, char *const *b, size_t nb)
+{
+	for (size_t i = 0; na == nb && i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return na == nb;
+}
+
 static void note_restart_keys(const struct conf *old, const struct conf *neu, FILE *err)
 {
 	bool listen_same = old->server.nlisten == neu->server.nlisten;
@@ -965,7 +973,9 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
 	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
 	    !forward_zones_same(old, neu) || !options_same(old, neu) || old->resolver.threads != neu->resolver.threads ||
-	    old->resolver.zone_qps != neu->resolver.zone_qps || old->resolver.zone_inflight != neu->resolver.zone_inflight)
+	    old->resolver.zone_qps != neu->resolver.zone_qps || old->resolver.zone_inflight != neu->resolver.zone_inflight ||
+	    !names_same(old->resolver.domain_insecure, old->resolver.ndomain_insecure, neu->resolver.domain_insecure,
+	                neu->resolver.ndomain_insecure))
 		what[n++] = "resolver.* (libunbound)";
 	for (int i = 0; i < n; i++) {
 		log_warn("reload: %s changed; it takes effect at the next restart", what[i]);

@@ -142,6 +142,9 @@ struct resolve_edns {
 	size_t nout[2];
 	struct steering *steering; /* what each city's final answers say (partdnsctl steering) */
 	bool validate;             /* a trust anchor is configured: every hop's answer is validated */
+	size_t ninsecure;          /* resolver.domain_insecure (wire, lower case): insecure, no lookups */
+	uint8_t (*insecure)[WIRE_MAX_NAME];
+	size_t *insecure_len;
 };
 
 /* A hop's answer being validated (E_VALIDATE): what to do with it after, and the lookups it needs. */
@@ -817,6 +820,15 @@ static void hop_answered(struct eres *r, struct edns_verdict *v)
 		hop_accept(r, v);
 		return;
 	}
+	/* resolver.domain_insecure: a private zone the operator vouches for, as Unbound's domain-insecure */
+	const struct resolve_edns *p = r->t->pool;
+	for (size_t i = 0; i < p->ninsecure; i++) {
+		if (wire_name_in_zone(r->name, r->name_len, p->insecure[i], p->insecure_len[i])) {
+			counter_inc(&r->t->ctr.dnssec_insecure);
+			hop_accept(r, v);
+			return;
+		}
+	}
 	close_sock(r); /* the exchange is over; the lookups may take a while */
 	struct eval *e = calloc(1, sizeof(*e));
 	if (e == NULL) {
@@ -1372,6 +1384,19 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 		return NULL;
 	p->stop_fd = stop_fd;
 	p->validate = ubctx_validates(c);
+	if (c->resolver.ndomain_insecure > 0) {
+		p->insecure = calloc(c->resolver.ndomain_insecure, sizeof(*p->insecure));
+		p->insecure_len = calloc(c->resolver.ndomain_insecure, sizeof(*p->insecure_len));
+		if (p->insecure == NULL || p->insecure_len == NULL)
+			goto fail;
+		for (size_t i = 0; i < c->resolver.ndomain_insecure; i++) {
+			int n = wire_name_from_text(c->resolver.domain_insecure[i], p->insecure[p->ninsecure], WIRE_MAX_NAME);
+			if (n > 0) {
+				wire_name_lower(p->insecure[p->ninsecure], (size_t)n, p->insecure[p->ninsecure]);
+				p->insecure_len[p->ninsecure++] = (size_t)n;
+			}
+		}
+	}
 	hash_key_random(&p->key);
 	p->nthreads = c->edns.threads ? c->edns.threads : 1;
 	p->max_inflight = c->edns.max_inflight ? c->edns.max_inflight : 1000;
@@ -1525,6 +1550,8 @@ void resolve_edns_free(struct resolve_edns *p)
 	free(p->threads);
 	free(p->out[0]);
 	free(p->out[1]);
+	free(p->insecure);
+	free(p->insecure_len);
 	steering_free(p->steering);
 	free(p);
 }

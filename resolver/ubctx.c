@@ -145,6 +145,13 @@ struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const st
 	}
 	if (c->resolver.nforward_zones > 0 && load_forward_zones(ctx, c) != 0)
 		goto fail;
+	for (size_t i = 0; i < c->resolver.ndomain_insecure; i++) {
+		rc = ub_ctx_set_option(ctx, "domain-insecure:", c->resolver.domain_insecure[i]);
+		if (rc != 0) {
+			log_err("resolver.domain_insecure '%s': %s", c->resolver.domain_insecure[i], ub_strerror(rc));
+			goto fail;
+		}
+	}
 	/*
 	 * Defaults for an ISP's load, before the operator's options (which win):
 	 * queries to servers that never answer each hold an outgoing socket

@@ -258,7 +258,8 @@ static void check_rrset(struct vctx *v, ldns_rr_list *rrset, ldns_rr_list *sigs)
 		else if (s == VAL_BOGUS)
 			degrade(v, VAL_BOGUS, &EDE_CHAIN, n->why ? n->why : "the zone's keys are bogus", owner);
 		else if (s == VAL_INDETERMINATE)
-			degrade(v, s, &EDE_LOOKUP, "the zone's security could not be learned", owner);
+			degrade(v, s, &EDE_LOOKUP,
+			        "the zone's security could not be learned (a private zone? resolver.domain_insecure)", owner);
 		else
 			degrade(v, s, NULL, NULL, owner);
 		return;

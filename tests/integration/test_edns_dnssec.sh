@@ -179,4 +179,15 @@ assert_eq "wuxi again: a cache hit (GSLB query count)" "$g0" "$(gslb_query_count
 assert_not_contains "no response to a stub carries ECS" "CLIENT-SUBNET" "$OUT"
 
 partdns_alive && ok "partdns still running" || fail "partdns died" "$(tail -n 20 "$IT_TMP/partdns.log")"
+
+# resolver.domain_insecure: a zone the operator vouches for is answered
+# without validation and without AD (Unbound's domain-insecure)
+partdns_stop
+sed -i "s|^resolver:|resolver:\n  domain_insecure: [ forged.example. ]|" "$PD_CONF"
+partdns_start "$PD_CONF"
+q 127.0.1.10 www.forged.example +dnssec
+assert_eq "domain_insecure: the forged zone's data is served" "NOERROR 192.0.2.1" "$STATUS $ADDRS"
+assert_no_ad "domain_insecure: ... without AD"
+q 127.0.1.10 www.expired.example +dnssec
+assert_eq "domain_insecure names one zone: others are still validated" "SERVFAIL" "$STATUS"
 it_done
