@@ -860,7 +860,7 @@ static void val_next(struct eres *r)
 	val_check(e->v.msg, e->v.msg_len, r->name, r->name_len, r->job->qtype, &e->needs, time(NULL), &o);
 	if (o.state == VAL_BOGUS || o.state == VAL_INDETERMINATE) {
 		counter_inc(&r->t->ctr.dnssec_bogus);
-		char why[512], name[256] = "?";
+		char why[1024], name[256] = "?";
 		wire_name_to_text(r->name, r->name_len, name, sizeof(name));
 		snprintf(why, sizeof(why), "DNSSEC %s at %s (zone %s): %s", val_state_name(o.state), name, o.zone,
 		         o.why ? o.why : "?");
