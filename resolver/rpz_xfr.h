@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* This file is private to resolver/. Policy zones kept up to date from their primaries (SOA checks, AXFR, TSIG). */
+/* This file is private to resolver/. Policy zones kept up to date from their primaries (SOA checks, IXFR and AXFR, TSIG). */
 #pragma once
 
 #include <stdbool.h>
@@ -12,7 +12,8 @@ struct rpz_xfr;
  * config with a primary, every refresh seconds (the entry's, else its
  * SOA's), ask the primary for the zone's SOA (TSIG-signed when a key is
  * configured, the reply's signature verified) and, when its serial differs
- * from the loaded one (or nothing is loaded), transfer the zone (AXFR) into
+ * from the copy's (or there is no copy), transfer the zone (IXFR from the
+ * copy's serial, else AXFR; each reply message's TSIG verified) into
  * the entry's file (written aside and renamed: a failed transfer leaves the
  * last good copy). @return NULL on ENOMEM or when the thread cannot start.
  */
