@@ -393,15 +393,18 @@ static int exchange(struct rpz_xfr *x, const struct conf_rpz *r, const struct ts
 			}
 			goto out;
 		}
-		enum tsig_verdict v = TSIG_SIGNED;
-		if (key != NULL && (v = tsig_verify(&ts, msg, len, (uint64_t)time(NULL))) == TSIG_BAD) {
-			snprintf(why, wn, "TSIG: %s", ts.why);
-			goto out;
-		}
+		/* parsed first: a malformed message is the content's fault (an IXFR falls back), a bad
+		   signature is not */
 		ldns_pkt *p = NULL;
 		if (ldns_wire2pkt(&p, msg, len) != LDNS_STATUS_OK) {
 			snprintf(why, wn, "message %u is malformed", n);
 			rc = EX_MALFORMED;
+			goto out;
+		}
+		enum tsig_verdict v = TSIG_SIGNED;
+		if (key != NULL && (v = tsig_verify(&ts, msg, len, (uint64_t)time(NULL))) == TSIG_BAD) {
+			snprintf(why, wn, "TSIG: %s", ts.why);
+			ldns_pkt_free(p);
 			goto out;
 		}
 		ldns_rr_list *qs = ldns_pkt_question(p);
