@@ -126,7 +126,8 @@ static int send_msg(int fd, ldns_pkt *p, struct signer *s, bool sign, bool corru
 	if (corrupt)
 		w[n - 7] ^= 0x55; /* the MAC's last byte: then original ID, error, other length */
 	if (!sign)
-		ldns_buffer_write(s->gap, w, n);
+		if (ldns_buffer_reserve(s->gap, n))
+			ldns_buffer_write(s->gap, w, n);
 	uint8_t len[2] = { (uint8_t)(n >> 8), (uint8_t)n };
 	int rc = write_all(fd, len, 2) == 0 && write_all(fd, w, n) == 0 ? 0 : -1;
 	free(w);
