@@ -150,7 +150,7 @@ static const struct sitem rpz_items[] = {
 	{ .name = "zone", .type = ST_DNAME, .flags = SF_REQUIRED, FLD(RZ, zone) },
 	{ .name = "file", .type = ST_PATH, .flags = SF_REQUIRED, FLD(RZ, file) },
 	{ .name = "partitions", .type = ST_PNAME, LST(RZ, partitions, npartitions, 0) },
-	/* a primary to transfer the zone from (AXFR), checked every refresh seconds */
+	/* a primary to transfer the zone from (IXFR, else AXFR), checked every refresh seconds */
 	{ .name = "primary", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(RZ, primary), .min = 53 },
 	{ .name = "tsig", SEC(rpz_tsig_items) },
 	{ .name = "refresh", .type = ST_UINT, FLD(RZ, refresh), .min = 0, .max = 86400, .def = "0" },

@@ -328,6 +328,18 @@ it_wait_dns() {
   return 1
 }
 
+# it_poll SECONDS EXPECTED CMD...: run CMD every 0.25 s until it prints
+# EXPECTED; 1 when it never does within SECONDS.
+it_poll() {
+  local limit=$1 want=$2 i
+  shift 2
+  for ((i = 0; i < limit * 4; i++)); do
+    [ "$("$@")" = "$want" ] && return 0
+    sleep 0.25
+  done
+  return 1
+}
+
 # it_subst IN OUT: copy a template, replacing @NET@ and @TMP@.
 it_subst() { sed -e "s|@NET@|$NET|g" -e "s|@TMP@|$IT_TMP|g" "$1" > "$2"; }
 

@@ -89,16 +89,7 @@ rpz:
 EOF
 partdns_start "$PD_CONF"
 
-# wait_rcode CLIENT NAME RCODE SECONDS: poll until partdns answers RCODE
-wait_rcode() {
-  local i
-  for ((i = 0; i < $4 * 4; i++)); do
-    [ "$(dig_rcode "$1" "$2")" = "$3" ] && return 0
-    sleep 0.25
-  done
-  return 1
-}
-wait_rcode 127.0.1.10 www.customer.example NXDOMAIN 15 && ok "the transferred policy applies (AXFR with TSIG)" ||
+it_poll 15 NXDOMAIN dig_rcode 127.0.1.10 www.customer.example && ok "the transferred policy applies (AXFR with TSIG)" ||
   fail "the transferred policy applies (AXFR with TSIG)" "$(grep rpz "$IT_TMP/partdns.log" | tail -n 5)"
 assert_match "the transfer is logged" 'rpz rpz\.primary\.: [0-9]+ records transferred from .*\(AXFR\), serial 1' \
   "$(cat "$IT_TMP/partdns.log")"
@@ -117,7 +108,7 @@ reload_primary() {
 # the zone changes at the primary: partdns follows within its refresh, by IXFR
 write_zone 2 'plain.customer.example CNAME .'
 reload_primary
-wait_rcode 127.0.2.10 plain.customer.example NXDOMAIN 15 && ok "a rule added at the primary is applied (new serial)" ||
+it_poll 15 NXDOMAIN dig_rcode 127.0.2.10 plain.customer.example && ok "a rule added at the primary is applied (new serial)" ||
   fail "a rule added at the primary is applied (new serial)" "$(grep rpz "$IT_TMP/partdns.log" | tail -n 5)"
 assert_match "... it came by IXFR (knotd's log)" 'IXFR, outgoing, .*started, serial 1 -> 2' "$(cat "$dir/knotd.log")"
 assert_match "... it came by IXFR (partdns' log)" \
@@ -128,7 +119,7 @@ assert_eq "... and the rest of the zone" "$((BULK + 2))" "$(grep -c 'CNAME' "$IT
 # a rule removed at the primary: by IXFR too, and www resolves again
 WWW=0 write_zone 3 'plain.customer.example CNAME .'
 reload_primary
-wait_rcode 127.0.3.10 www.customer.example NOERROR 15 && ok "a rule removed at the primary is removed (IXFR)" ||
+it_poll 15 NOERROR dig_rcode 127.0.3.10 www.customer.example && ok "a rule removed at the primary is removed (IXFR)" ||
   fail "a rule removed at the primary is removed (IXFR)" "$(grep rpz "$IT_TMP/partdns.log" | tail -n 5)"
 assert_match "... by IXFR (knotd's log)" 'IXFR, outgoing, .*started, serial 2 -> 3' "$(cat "$dir/knotd.log")"
 assert_match "... by IXFR (partdns' log)" \

@@ -36,25 +36,16 @@ EOF2
 } >> "$PD_CONF"
 partdns_start "$PD_CONF"
 
-# wait_a CLIENT NAME ADDR SECONDS: poll until partdns answers NAME with ADDR
-wait_a() {
-  local i
-  for ((i = 0; i < $4 * 4; i++)); do
-    [ "$(dig_a "$1" "$2")" = "$3" ] && return 0
-    sleep 0.25
-  done
-  return 1
-}
 pdlog() { cat "$IT_TMP/partdns.log"; }
 
 for m in $MODES; do
-  wait_a 127.0.1.10 "v1.$m.example" 192.0.2.1 15 && ok "$m: the first transfer applies" ||
+  it_poll 15 192.0.2.1 dig_a 127.0.1.10 "v1.$m.example" && ok "$m: the first transfer applies" ||
     fail "$m: the first transfer applies" "$(grep "rpz $m" "$IT_TMP/partdns.log" | tail -n 5)"
 done
 
 # serial 2 by another way than the primary's misbehaving one
 for m in gap baddel badchain notimp trunc; do
-  wait_a 127.0.2.10 "v2.$m.example" 192.0.2.2 15 && ok "$m: serial 2 applies" ||
+  it_poll 15 192.0.2.2 dig_a 127.0.2.10 "v2.$m.example" && ok "$m: serial 2 applies" ||
     fail "$m: serial 2 applies" "$(grep "rpz $m" "$IT_TMP/partdns.log" | tail -n 5)"
 done
 assert_match "gap: an unsigned message between signed ones is taken" \
