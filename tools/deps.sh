@@ -11,7 +11,7 @@ PACKAGES=(
   clang libclang-rt-14-dev                          # libFuzzer targets
   knot knot-module-geoip knot-module-dnstap knot-dnsutils  # authoritative hierarchy + GSLB (query log) for tests
   unbound                                           # reference ECS recursor
-  pdns-recursor dnsdist gnuplot-nox                 # bench/province.sh: the other ECS set-ups, its chart (SVG)
+  pdns-recursor dnsdist gnuplot-nox python3         # bench/province.sh: the other ECS set-ups, its chart (SVG), its data work
   ldnsutils                                         # ldns-signzone: pre-signed (broken) zones for DNSSEC tests
   bind9-dnsutils dnsperf iproute2 lmdb-utils procps # dig, benchmarks, ss, pgrep
   libfstrm-dev libprotobuf-c-dev protobuf-c-compiler fstrm-bin  # server.dnstap: fstrm writer, protobuf-c, protoc-c; fstrm_capture in tests
