@@ -61,6 +61,7 @@ struct entry {
 	uint32_t stored_at;
 	uint32_t vlen;
 	uint16_t klen;
+	_Atomic uint32_t mark;       /* cache_mark(); set under a read lock, hence atomic */
 	_Atomic uint8_t ref;         /* CLOCK referenced bit, set by readers */
 	_Atomic uint8_t flags;       /* F_*; F_REFRESH may be set by readers */
 	/* key, padding to 8, value follow the header */
@@ -514,7 +515,8 @@ int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
 		shard_unlock(&s->lock);
 		return 0;
 	}
-	struct cache_hit hit = { .stored_at = e->stored_at, .expiry = e->expiry, .stale = false, .refresh = false };
+	struct cache_hit hit = { .stored_at = e->stored_at, .expiry = e->expiry, .stale = false, .refresh = false,
+	                         .mark = atomic_load_explicit(&e->mark, memory_order_relaxed) };
 	if (entry_flags(e) & F_HELD)
 		hit.stale = true;
 	else if (entry_refresh_due(e, now))
@@ -522,6 +524,18 @@ int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
 	int ret = fn(entry_val(e), e->vlen, &hit, arg);
 	shard_unlock(&s->lock);
 	return ret;
+}
+
+void cache_mark(struct cache *c, const uint8_t *key, size_t klen, uint32_t now, uint32_t expiry, uint32_t mark)
+{
+	uint64_t h = hash_bytes(&c->key, key, klen);
+	struct shard *s = shard_of(c, h);
+	shard_rdlock(&s->lock);
+	struct entry **link = shard_find(s, h, key, klen);
+	struct entry *e = link != NULL ? *link : NULL;
+	if (e != NULL && entry_live(e, now) && e->expiry == expiry)
+		atomic_store_explicit(&e->mark, mark, memory_order_relaxed);
+	shard_unlock(&s->lock);
 }
 
 int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
@@ -557,6 +571,7 @@ int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uin
 	e->expiry = ttl > UINT32_MAX - now ? UINT32_MAX : now + ttl;
 	e->klen = (uint16_t)klen;
 	e->vlen = (uint32_t)vlen;
+	atomic_init(&e->mark, 0);
 	atomic_init(&e->ref, 0);
 	atomic_init(&e->flags, (opts & CACHE_NO_STALE) ? F_NO_STALE : 0);
 	if (klen > 0)
@@ -683,6 +698,7 @@ static size_t shard_rekey(struct shard *s, struct rekey_arg *r)
 			shard_remove(s, e, &one); /* uncharged, untagged, e->next = NULL */
 			if (what > 0) {
 				memcpy(entry_key(e), r->buf, e->klen);
+				atomic_store_explicit(&e->mark, 0, memory_order_relaxed);
 				e->next = r->moving;
 				r->moving = e;
 				moved++;
@@ -792,7 +808,8 @@ int cache_stale(struct cache *c, const uint8_t *key, size_t klen, uint32_t now, 
 		shard_unlock(&s->lock);
 		return -ENOENT;
 	}
-	struct cache_hit hit = { .stored_at = e->stored_at, .expiry = e->expiry, .stale = true, .refresh = false };
+	struct cache_hit hit = { .stored_at = e->stored_at, .expiry = e->expiry, .stale = true, .refresh = false,
+	                         .mark = atomic_load_explicit(&e->mark, memory_order_relaxed) };
 	int ret = fn != NULL ? fn(entry_val(e), e->vlen, &hit, arg) : 0;
 	if (ret >= 0 && hold > 0) {
 		if (!held) {

@@ -76,6 +76,13 @@ struct cache_hit {
 	 * it true claims the refresh, later lookups of the same entry see false.
 	 */
 	bool refresh;
+	/*
+	 * The caller's mark on the entry: 0 when stored (and when rekeyed), then
+	 * what cache_mark() last set. Lets a caller remember something it
+	 * worked out about this entry's value once, e.g. that a policy it
+	 * checks every answer against found nothing in it.
+	 */
+	uint32_t mark;
 };
 
 /**
@@ -95,6 +102,13 @@ struct cache_hit {
 int cache_lookup(struct cache *c, const uint8_t *key, size_t klen, uint32_t now,
 		 int (*fn)(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg),
 		 void *arg);
+
+/**
+ * Set the mark (cache_hit.mark) of key's live entry, if it still has one
+ * and its expiry is still expiry (the entry the caller looked at, not a
+ * newer answer stored since). Thread-safe.
+ */
+void cache_mark(struct cache *c, const uint8_t *key, size_t klen, uint32_t now, uint32_t expiry, uint32_t mark);
 
 /**
  * Insert or replace key with a copy of val (the cache keeps no pointer to

@@ -171,6 +171,8 @@ struct waiter *inflight_waiter_new(struct inflight *t)
 void inflight_waiter_free(struct inflight *t, struct waiter *w)
 {
 	job_result_release(w->result);
+	free(w->rewrite);
+	w->rewrite = NULL;
 	struct job_cache *c = thread_cache(t);
 	if (c != NULL && c->nwaiters < FREE_KEEP) {
 		w->next = c->waiters;

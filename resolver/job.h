@@ -35,6 +35,14 @@ struct result {
 	size_t prefix_len;
 };
 
+/* A policy's CNAME rewrite being followed (query.c): the reply to the target is spliced after msg. */
+struct waiter_rewrite {
+	uint8_t qname[WIRE_MAX_NAME]; /* the client's question, in its case */
+	size_t qname_len;
+	size_t msg_len;
+	uint8_t msg[];                /* the policy's answer: the client's name CNAME the target */
+};
+
 /* A client waiting for a resolution; queued to reply_q when the job ends. */
 struct waiter {
 	struct mq_node node;      /* first: reply_q links through it */
@@ -53,6 +61,7 @@ struct waiter {
 	bool echo;                /* echo the client's ECS (trusted frontend) */
 	struct ecs echo_ecs;
 	uint64_t start_ns;
+	struct waiter_rewrite *rewrite; /* owned (freed with the waiter); q is then the target's query */
 	struct wire_query q;
 };
 

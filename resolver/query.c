@@ -58,7 +58,7 @@ static int reply_error(struct query_ctx *x, const struct wire_query *q, int rcod
  * or -1 (out of memory: the caller resolves instead).
  */
 static int made_write(struct query_ctx *x, const struct wire_query *q, uint8_t *msg, size_t len,
-                      const struct ecs *echo, uint8_t *out, size_t limit)
+                      const struct ecs *echo, bool count, uint8_t *out, size_t limit)
 {
 	uint8_t *blob;
 	size_t blen;
@@ -68,7 +68,8 @@ static int made_write(struct query_ctx *x, const struct wire_query *q, uint8_t *
 	if (rc != 0)
 		return -1;
 	int n = wire_answer_write(q, NULL, blob, blen, 0, echo, out, limit);
-	count_rcode(x, wire_blob_rcode(blob, blen));
+	if (count)
+		count_rcode(x, wire_blob_rcode(blob, blen));
 	free(blob);
 	return n > 0 ? n : 0;
 }
@@ -93,18 +94,92 @@ static int local_reply(struct query_ctx *x, const struct wire_query *q, const st
 		echo = who->echo_ecs;
 		echo.scope = echo.source; /* the answer is the city's */
 	}
-	int n = made_write(x, q, msg, len, who->echo ? &echo : NULL, out, limit);
+	int n = made_write(x, q, msg, len, who->echo ? &echo : NULL, true, out, limit);
 	if (n >= 0)
 		counter_inc(&x->ctr->local_answers);
 	return n;
 }
 
+static int decide_target(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
+                         const struct classify *who, uint8_t *out, size_t limit);
+
+/*
+ * A policy's CNAME rewrite is followed one hop, as BIND does, so the
+ * client lands on the walled garden's address and not on a name its stub
+ * will not chase: the target's reply (ANSWER: the client's name CNAME the
+ * target) is spliced after the policy's answer. The target is asked like
+ * any query of this client (local data, policy, flagged, cache or
+ * resolution); when it waits for a resolution its waiter carries the
+ * rewrite (x->rewrite, taken by start_miss) and query_answer splices.
+ */
+
+/* The reply to the target (in, n bytes from decide or answer_one) after the rewrite rw, as the reply to q. */
+static int rewrite_finish(struct query_ctx *x, struct waiter_rewrite *rw, const struct wire_query *target_q,
+                          const uint8_t *in, int n, uint8_t *out, size_t limit)
+{
+	if (n <= 0) { /* dropped (a policy of the target) */
+		free(rw);
+		return n < 0 ? 0 : n;
+	}
+	struct wire_query q = *target_q; /* the client's question again */
+	memcpy(q.qname, rw->qname, rw->qname_len);
+	wire_name_lower(rw->qname, rw->qname_len, q.qname_lc);
+	q.qname_len = rw->qname_len;
+	uint8_t *spliced;
+	size_t slen;
+	if (wire_splice(rw->msg, rw->msg_len, in, (size_t)n, &spliced, &slen) != 0) {
+		/* the target's reply cannot follow (too big): the rewrite alone */
+		spliced = malloc(rw->msg_len);
+		if (spliced == NULL) {
+			free(rw);
+			return reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit);
+		}
+		memcpy(spliced, rw->msg, rw->msg_len);
+		slen = rw->msg_len;
+	}
+	free(rw);
+	int len = made_write(x, &q, spliced, slen, NULL, false, out, limit); /* counted as the target's reply */
+	return len >= 0 ? len : reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit);
+}
+
+/* Follow the rewrite msg (taken) for q: @return the reply's length, 0, or -1 (waiting). */
+static int rewrite_follow(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
+                          const struct classify *who, uint8_t *msg, size_t len, uint8_t *out, size_t limit)
+{
+	struct wire_query tq = *q;
+	uint8_t *tmp = malloc(65535);
+	struct waiter_rewrite *rw = malloc(sizeof(*rw) + len);
+	if (tmp == NULL || rw == NULL ||
+	    wire_cname_target(msg, len, q->qname_lc, q->qname_len, q->qtype, tq.qname, &tq.qname_len) != 1) {
+		free(tmp);
+		free(rw);
+		return made_write(x, q, msg, len, NULL, true, out, limit);
+	}
+	wire_name_lower(tq.qname, tq.qname_len, tq.qname_lc);
+	memcpy(rw->qname, q->qname, q->qname_len);
+	rw->qname_len = q->qname_len;
+	memcpy(rw->msg, msg, len);
+	rw->msg_len = len;
+	free(msg);
+	x->rewrite = rw;
+	int n = decide_target(x, cl, &tq, who, tmp, 65535); /* the whole reply: the splice is fitted to limit */
+	if (x->rewrite == NULL) { /* a waiter has it: the splice comes with the answer */
+		free(tmp);
+		return n;
+	}
+	x->rewrite = NULL;
+	n = rewrite_finish(x, rw, &tq, tmp, n, out, limit);
+	free(tmp);
+	return n;
+}
+
 /*
  * Response policy (rpz) for q's name: an answer (@return its length), no
- * reply (0: DROP), or nothing (-1: go on), like local_reply.
+ * reply (0: DROP), nothing (-1: go on), or, following a rewrite, -1 too
+ * when a resolution is awaited (x->rewrite was taken: *waiting set).
  */
-static int rpz_reply(struct query_ctx *x, const struct wire_query *q, const struct classify *who, uint8_t *out,
-                     size_t limit)
+static int rpz_reply(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
+                     const struct classify *who, uint8_t *out, size_t limit, bool *waiting)
 {
 	uint8_t *msg;
 	size_t len;
@@ -114,10 +189,17 @@ static int rpz_reply(struct query_ctx *x, const struct wire_query *q, const stru
 	case RPZ_DROP:
 		counter_inc(&x->ctr->dropped);
 		return 0;
+	case RPZ_CNAME:
+		if (x->rewrite == NULL) { /* one hop: a rewrite of the target is answered as it stands */
+			int n = rewrite_follow(x, cl, q, who, msg, len, out, limit);
+			*waiting = n < 0;
+			return n;
+		}
+		break;
 	case RPZ_ANSWER:
 		break;
 	}
-	return made_write(x, q, msg, len, NULL, out, limit);
+	return made_write(x, q, msg, len, NULL, true, out, limit);
 }
 
 /*
@@ -147,11 +229,16 @@ static bool has_cname(const struct wire_query *q, const uint8_t *out, size_t len
 /*
  * The reply in out (len bytes) is final: a CNAME target in its answer that a
  * policy zone has a trigger for replaces it with the policy's answer to q
- * (as BIND checks every name of the chain). @return the reply's length.
+ * (as BIND checks every name of the chain; a rewrite there is not followed).
+ * @param clean  when not NULL, out: no zone, for any partition, has a trigger
+ *               for any CNAME target of the reply
+ * @return the reply's length.
  */
 static int rpz_chain(struct query_ctx *x, const struct wire_query *q, unsigned part, uint8_t *out, int len,
-                     size_t limit)
+                     size_t limit, bool *clean)
 {
+	if (clean != NULL)
+		*clean = true;
 	if (len <= 0 || !has_cname(q, out, (size_t)len))
 		return len; /* most replies: nothing more to check */
 	struct wire_iter it;
@@ -168,12 +255,15 @@ static int rpz_chain(struct query_ctx *x, const struct wire_query *q, unsigned p
 		size_t mlen;
 		switch (rpz_check_name(x->snap->rpz, part, t, tl, q, &msg, &mlen)) {
 		case RPZ_PASS:
+			if (clean != NULL && *clean)
+				*clean = rpz_clean(x->snap->rpz, t, tl);
 			continue;
 		case RPZ_DROP:
 			counter_inc(&x->ctr->dropped);
 			return 0;
+		case RPZ_CNAME:
 		case RPZ_ANSWER: {
-			int n = made_write(x, q, msg, mlen, NULL, out, limit);
+			int n = made_write(x, q, msg, mlen, NULL, true, out, limit);
 			return n > 0 ? n : len;
 		}
 		}
@@ -214,6 +304,9 @@ struct hit_ctx {
 	bool refresh;           /* out: the entry is due for a prefetch (cache_hit.refresh, claimed) */
 	bool stale;             /* out: the reply was written from an answer held stale (RFC 8767) */
 	bool chain;             /* out: the chain enters an EDNS domain; see target/prefix */
+	uint32_t policy;        /* the rpz generation (0: no policy) an entry marked with... */
+	bool policy_checked;    /* out: ...was found clean by: no policy check needed */
+	uint32_t expiry;        /* out: the entry's, for cache_mark */
 	uint8_t target[WIRE_MAX_NAME];
 	size_t target_len;
 	uint8_t *prefix;        /* out: malloc'd copy */
@@ -230,6 +323,10 @@ static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hi
 	struct route_value v;
 	if (route_value_parse(val, vlen, &v) != 0)
 		return -EINVAL;
+	if (h->policy != 0) {
+		h->policy_checked = hit->mark == h->policy;
+		h->expiry = hit->expiry;
+	}
 	if (v.failure) { /* a remembered failure (RFC 9520) */
 		h->len = wire_write_error(h->q, v.rcode, h->echo, &v.ede, h->out, h->cap);
 		return 0;
@@ -258,16 +355,26 @@ static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hi
 	return 0;
 }
 
+/*
+ * The hit's reply is final. Unless its entry was marked clean under this
+ * policy generation, the policy checks its CNAME targets; when neither the
+ * name (checked before) nor any target has a trigger in any zone, the
+ * entry is marked so its next hits skip both checks (a million-rule zone
+ * would otherwise cost every hit two hashed probes and a scan).
+ */
 static int write_hit(struct query_ctx *x, const struct route *rt, const struct hit_ctx *h)
 {
 	counter_inc(&x->ctr->hits);
 	counter_inc(&x->pctr[rt->part].hits);
 	if (h->stale)
 		counter_inc(&x->ctr->stale);
-	if (x->snap->rpz != NULL) {
-		int n = rpz_chain(x, h->q, rt->part, h->out, h->len, h->cap);
+	if (x->snap->rpz != NULL && !h->policy_checked) {
+		bool clean;
+		int n = rpz_chain(x, h->q, rt->part, h->out, h->len, h->cap, &clean);
 		if (n != h->len)
 			return n; /* a policy's answer (counted) or a drop */
+		if (clean && !h->stale && h->policy != 0 && rpz_clean(x->snap->rpz, h->q->qname_lc, h->q->qname_len))
+			cache_mark(x->cache, rt->key, rt->klen, h->now, h->expiry, h->policy);
 	}
 	count_reply(x, h->out);
 	return h->len;
@@ -376,6 +483,8 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
 	if (rt->echo)
 		wt->echo_ecs = rt->echo_ecs;
 	wt->start_ns = clock_ns();
+	wt->rewrite = x->rewrite; /* a policy rewrite being followed: this waiter answers it */
+	x->rewrite = NULL;
 	wt->q = *q;
 
 	struct job *job;
@@ -423,7 +532,7 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
 	}
 	route_key_set(rt, q, rt->part);
 	struct hit_ctx h = { .q = q, .echo = rt->echo ? &rt->echo_ecs : NULL, .out = out, .cap = limit,
-	                     .now = clock_sec() };
+	                     .now = clock_sec(), .policy = rpz_generation(x->snap->rpz) };
 	if (cache_lookup(x->cache, rt->key, rt->klen, h.now, hit_write, &h) >= 0 && h.len > 0) {
 		if (h.refresh) /* the city's entry, refreshed from the target like the miss that made it */
 			prefetch(x, q, rt, target, target_len, prefix, prefix_len);
@@ -435,6 +544,10 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
 }
 
 /* ---- the query ---- */
+
+static inline __attribute__((always_inline)) int decide(struct query_ctx *x, const struct query_client *cl,
+                                                        const struct wire_query *q, const struct classify *who,
+                                                        uint8_t *out, size_t limit);
 
 static int process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
                    uint8_t *out, size_t cap)
@@ -501,31 +614,38 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	counter_inc(&x->pctr[who.part].queries);
 	counter_inc(cl->tcp ? &x->pctr[who.part].tcp : &x->pctr[who.part].udp);
 	x->reply_part = (int)who.part;
+	return decide(x, cl, &q, &who, out, limit);
+}
 
-	/* local data first: the city's zones, then everyone's; then response
-	 * policy; then flagged domains, then recursion */
+/*
+ * A classified client's query: local data first (the city's zones, then
+ * everyone's); then response policy; then flagged domains, then recursion.
+ * Inlined into process (a hit pays no call for it); a rewrite's target
+ * comes in through decide_target.
+ * @return as query_process.
+ */
+static inline __attribute__((always_inline)) int decide(struct query_ctx *x, const struct query_client *cl,
+                                                        const struct wire_query *q, const struct classify *who,
+                                                        uint8_t *out, size_t limit)
+{
+	const struct conf *c = x->snap->conf;
 	if (x->snap->local != NULL) {
-		int n = local_reply(x, &q, &who, out, limit);
-		if (n >= 0)
-			return n;
-	}
-	if (x->snap->rpz != NULL) {
-		int n = rpz_reply(x, &q, &who, out, limit);
+		int n = local_reply(x, q, who, out, limit);
 		if (n >= 0)
 			return n;
 	}
 
 	/* route: an EDNS domain of a real partition goes per partition */
 	struct route rt; /* fields set one by one: an initializer would zero the key buffer on every query */
-	rt.part = who.part;
-	rt.echo = who.echo;
-	if (who.echo)
-		rt.echo_ecs = who.echo_ecs;
-	route_decide(&rt, c, x->snap->domains, &q, who.family);
+	rt.part = who->part;
+	rt.echo = who->echo;
+	if (who->echo)
+		rt.echo_ecs = who->echo_ecs;
+	route_decide(&rt, c, x->snap->domains, q, who->family);
 
 	/* cache */
 	struct hit_ctx h; /* set field by field: an initializer would zero the target buffer on every query */
-	h.q = &q;
+	h.q = q;
 	h.echo = rt.echo ? &rt.echo_ecs : NULL;
 	h.out = out;
 	h.cap = limit;
@@ -535,10 +655,25 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	h.refresh = false;
 	h.stale = false;
 	h.chain = false;
+	h.policy = x->snap->rpz != NULL ? rpz_generation(x->snap->rpz) : 0;
+	h.policy_checked = false;
 	h.target_len = 0;
 	h.prefix = NULL;
 	h.prefix_len = 0;
-	if (cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h) >= 0) {
+	int found = cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
+
+	/* response policy for the name, before anything found is used; not
+	 * when the entry found was checked under this policy already */
+	if (x->snap->rpz != NULL && !h.policy_checked) {
+		bool waiting = false;
+		int n = rpz_reply(x, cl, q, who, out, limit, &waiting);
+		if (n >= 0 || waiting) {
+			free(h.prefix);
+			return n;
+		}
+	}
+
+	if (found >= 0) {
 		if (h.chain && !mapping_has_ecs(c->partitions.mapping, rt.part)) {
 			/* no identity to send: answer from the common entry */
 			free(h.prefix);
@@ -547,11 +682,11 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 			cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
 		}
 		if (h.refresh)
-			prefetch(x, &q, &rt, NULL, 0, NULL, 0);
+			prefetch(x, q, &rt, NULL, 0, NULL, 0);
 		if (h.chain) {
 			if (rt.echo)
 				rt.echo_ecs.scope = rt.echo_ecs.source;
-			return continue_chain(x, cl, &q, &rt, h.target, h.target_len, h.prefix, h.prefix_len, out,
+			return continue_chain(x, cl, q, &rt, h.target, h.target_len, h.prefix, h.prefix_len, out,
 			                      limit);
 		}
 		if (h.len > 0)
@@ -559,7 +694,13 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	}
 
 	/* miss: join or start a resolution */
-	return start_miss(x, cl, &q, &rt, NULL, 0, NULL, 0, out, limit);
+	return start_miss(x, cl, q, &rt, NULL, 0, NULL, 0, out, limit);
+}
+
+static int decide_target(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
+                         const struct classify *who, uint8_t *out, size_t limit)
+{
+	return decide(x, cl, q, who, out, limit);
 }
 
 /* ---- answers from resolutions ---- */
@@ -587,12 +728,8 @@ static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_
 	return true;
 }
 
-static int answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap)
+static int answer_one(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t limit)
 {
-	x->reply_part = (int)wt->partition;
-	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, QUERY_MAX_UDP);
-	if (limit > cap)
-		limit = cap;
 	const struct result *r = wt->result;
 	int len;
 	if (r && r->prefix && !wt->edns_route && wt->partition != PARTITION_COMMON &&
@@ -613,7 +750,8 @@ static int answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, si
 	} else {
 		len = wire_answer_write(&wt->q, NULL, r->blob, r->blob_len, 0, echo, out, limit);
 	}
-	int policy = len > 0 && x->snap->rpz != NULL ? rpz_chain(x, &wt->q, wt->partition, out, len, limit) : len;
+	int policy = len > 0 && x->snap->rpz != NULL ? rpz_chain(x, &wt->q, wt->partition, out, len, limit, NULL)
+	                                             : len;
 	if (policy != len)
 		len = policy; /* a policy's answer (counted), or 0: dropped */
 	else if (len <= 0)
@@ -623,6 +761,34 @@ static int answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, si
 	if (len > 0 && x->resp_time)
 		histogram_observe(x->resp_time, clock_ns() - wt->start_ns);
 	return len;
+}
+
+static int answer(struct query_ctx *x, struct waiter *wt, uint8_t *out, size_t cap)
+{
+	x->reply_part = (int)wt->partition;
+	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, QUERY_MAX_UDP);
+	if (limit > cap)
+		limit = cap;
+	if (wt->rewrite == NULL)
+		return answer_one(x, wt, out, limit);
+	/* following a policy's rewrite: the target's whole reply, then the splice */
+	struct waiter_rewrite *rw = wt->rewrite;
+	wt->rewrite = NULL;
+	uint8_t *tmp = malloc(65535);
+	if (tmp == NULL) {
+		free(rw);
+		return reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit);
+	}
+	x->rewrite = rw;
+	int n = answer_one(x, wt, tmp, 65535);
+	if (x->rewrite == NULL) { /* the chain goes on in a new waiter, which has it */
+		free(tmp);
+		return n;
+	}
+	x->rewrite = NULL;
+	n = rewrite_finish(x, rw, &wt->q, tmp, n, out, limit);
+	free(tmp);
+	return n;
 }
 
 /* ---- dnstap (server.dnstap): what clients asked and what they were told ---- */
@@ -647,7 +813,7 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 	return n;
 }
 
-int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap)
+int query_answer(struct query_ctx *x, struct waiter *wt, uint8_t *out, size_t cap)
 {
 	int n = answer(x, wt, out, cap);
 	if (x->tap == NULL || n <= 0)

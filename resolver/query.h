@@ -35,6 +35,7 @@ struct query_ctx {
 	unsigned slip;                  /* over-limit UDP queries seen, for client_limit_action slip */
 	struct dnstap_queue *tap;       /* server.dnstap: this thread's queue; NULL = off */
 	struct topk *unmatched;         /* networks of clients in no partition (partdnsctl unmatched); NULL = not kept */
+	struct waiter_rewrite *rewrite; /* a policy rewrite being followed: the next waiter made takes it */
 };
 
 /* Where a query came from and how to answer it later. */
@@ -62,7 +63,8 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
  * Write the reply of a waiter whose job ended (taken from x->replies). A
  * normal answer whose chain enters an EDNS domain continues, for a
  * partitioned client, through the EDNS pool: a new waiter takes over.
- * The caller frees wt (inflight_waiter_free) in every case.
+ * A waiter following a policy's rewrite gets the rewrite spliced before
+ * its reply (wt->rewrite is taken). The caller frees wt (inflight_waiter_free) in every case.
  * @return the reply length in out, 0 (nothing to send), or -1 (a new waiter took over).
  */
-int query_answer(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t cap);
+int query_answer(struct query_ctx *x, struct waiter *wt, uint8_t *out, size_t cap);

@@ -75,6 +75,7 @@ struct pentry {
 
 struct rpz {
 	atomic_int refs;
+	uint32_t gen;              /* rpz_generation */
 	size_t n;
 	struct pentry *e;
 };
@@ -533,6 +534,10 @@ struct rpz *rpz_build(const struct conf *c, const struct rpz *prev, bool *oom)
 	if (r == NULL || (r->e = calloc(c->nrpz, sizeof(*r->e))) == NULL)
 		goto oom;
 	atomic_init(&r->refs, 1);
+	static atomic_uint next_gen = 1;
+	do
+		r->gen = atomic_fetch_add(&next_gen, 1);
+	while (r->gen == 0); /* 0 is the mark of an entry nobody checked */
 	r->n = c->nrpz;
 	size_t nparts = ptable_size(c->partitions.table) + 1;
 	for (size_t i = 0; i < c->nrpz; i++) {
@@ -591,6 +596,7 @@ static enum rpz_verdict respond(const struct pzone *z, const struct prule *r, co
                                 uint8_t **msg, size_t *len)
 {
 	struct msgbuf m = { 0 };
+	bool rewrite = false;
 	if (r->action == PA_NXDOMAIN || r->action == PA_NODATA) {
 		msgbuf_start(&m, q, r->action == PA_NXDOMAIN ? WIRE_RCODE_NXDOMAIN : WIRE_RCODE_NOERROR, 0, 0);
 	} else {
@@ -603,6 +609,7 @@ static enum rpz_verdict respond(const struct pzone *z, const struct prule *r, co
 			if (count == 0)
 				want = WIRE_TYPE_CNAME;
 		}
+		rewrite = want == WIRE_TYPE_CNAME && q->qtype != WIRE_TYPE_CNAME && count == 1;
 		msgbuf_start(&m, q, WIRE_RCODE_NOERROR, (uint16_t)count, 0);
 		for (uint32_t i = r->first; i < r->first + r->n && count > 0; i++) {
 			if (z->data[i].type != want)
@@ -617,7 +624,7 @@ static enum rpz_verdict respond(const struct pzone *z, const struct prule *r, co
 	}
 	*msg = m.p;
 	*len = m.len;
-	return RPZ_ANSWER;
+	return rewrite ? RPZ_CNAME : RPZ_ANSWER;
 }
 
 enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire_query *q, uint8_t **msg,
@@ -656,6 +663,19 @@ enum rpz_verdict rpz_check_name(const struct rpz *r, unsigned part, const uint8_
 		}
 	}
 	return RPZ_PASS;
+}
+
+uint32_t rpz_generation(const struct rpz *r)
+{
+	return r != NULL ? r->gen : 0;
+}
+
+bool rpz_clean(const struct rpz *r, const uint8_t *name, size_t name_len)
+{
+	for (size_t i = 0; r && i < r->n; i++)
+		if (zone_match(r->e[i].z, name, name_len) != NULL)
+			return false;
+	return true;
 }
 
 void rpz_each(const struct rpz *r, void (*fn)(const char *zone, uint64_t rules, uint64_t hits, void *arg),

@@ -30,6 +30,7 @@ void rpz_unref(struct rpz *r);
 enum rpz_verdict {
 	RPZ_PASS,    /* no policy (or PASSTHRU): resolve as usual */
 	RPZ_ANSWER,  /* *msg is the answer (NXDOMAIN, NODATA or the policy's data) */
+	RPZ_CNAME,   /* *msg is the answer, one CNAME to another name (a rewrite): the caller may follow it */
 	RPZ_DROP,    /* no reply at all */
 };
 
@@ -48,6 +49,15 @@ enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire
  */
 enum rpz_verdict rpz_check_name(const struct rpz *r, unsigned part, const uint8_t *name, size_t name_len,
                                 const struct wire_query *q, uint8_t **msg, size_t *len);
+
+/**
+ * A number for r, different from every other policy set's this process
+ * built and never 0: what an answer checked against r may be marked with.
+ */
+uint32_t rpz_generation(const struct rpz *r);
+
+/** Does no zone of r, whatever partitions it applies to, have a trigger for name (lower case)? */
+bool rpz_clean(const struct rpz *r, const uint8_t *name, size_t name_len);
 
 /** The SOA serial and refresh of zone as loaded in r. @return false when r has none (not loaded, no SOA). */
 bool rpz_serial(const struct rpz *r, const char *zone, uint32_t *serial, uint32_t *refresh);

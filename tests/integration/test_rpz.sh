@@ -26,6 +26,9 @@ data.customer.example    AAAA 2001:db8::70
 ; a CNAME target: static.customer.example is a CNAME to it
 static.cdn.test          CNAME .
 ads.test                 CNAME garden.walled.test.
+rewrite.test             CNAME plain.customer.example.
+steer.test               CNAME video.customer.example.
+twice.test               CNAME ads.test.
 ; bad records: skipped and reported, the rest loads
 32.1.0.0.127.rpz-ip      CNAME .
 odd.customer.example     CNAME rpz-something.
@@ -41,6 +44,7 @@ pd_write_conf "$IT_TMP/partdns.yaml"
 cat >> "$PD_CONF" <<EOF
 local_zones:
   - { name: local.customer.example., type: static, data: [ "@ A 192.0.2.80" ] }
+  - { name: walled.test., type: static, data: [ "garden A 192.0.2.88" ] }
 rpz:
   - { zone: city.rpz., file: $IT_TMP/city.zone, partitions: [ suzhou ] }
   - { zone: rpz.example., file: $IT_TMP/policy.zone }
@@ -59,10 +63,31 @@ assert_contains "... with nothing in the answer" "ANSWER: 0" "$out"
 assert_eq "a wildcard trigger" "NXDOMAIN" "$(dig_rcode 127.0.1.10 a.b.oob.example)"
 assert_eq "local data: A" "192.0.2.70" "$(dig_a 127.0.1.10 data.customer.example)"
 assert_eq "local data: AAAA" "2001:db8::70" "$(pd_dig 127.0.1.10 data.customer.example AAAA +short)"
+# a CNAME rewrite is followed one hop, as BIND does: the client gets the
+# target's answer after the CNAME, whether the target is local data, a
+# name resolved (a miss, then a hit) or a flagged name steered per city
 out=$(pd_dig 127.0.1.10 ads.test A +noall +answer)
 assert_match "a CNAME rewrite to the walled garden" \
-  '^ads\.test\.[[:space:]]+300[[:space:]]+IN[[:space:]]+CNAME[[:space:]]+garden\.walled\.test\.$' "$out"
+  '^ads\.test\.[[:space:]]+300[[:space:]]+IN[[:space:]]+CNAME[[:space:]]+garden\.walled\.test\.' "$out"
+assert_match "... lands on the walled garden's address" \
+  'garden\.walled\.test\.[[:space:]]+[0-9]+[[:space:]]+IN[[:space:]]+A[[:space:]]+192\.0\.2\.88' "$out"
 assert_eq "policy answers never reached the customer's server" "$k0" "$(knot_query_count customer)"
+k1=$(knot_query_count customer)
+for round in miss hit; do
+  out=$(pd_dig 127.0.1.10 ReWrite.test A +noall +answer)
+  assert_match "a rewrite to a name resolved upstream ($round): the CNAME" \
+    '^ReWrite\.test\.[[:space:]]+300[[:space:]]+IN[[:space:]]+CNAME[[:space:]]+plain\.customer\.example\.' "$out"
+  assert_match "... and the target's address ($round)" \
+    'plain\.customer\.example\.[[:space:]]+[0-9]+[[:space:]]+IN[[:space:]]+A[[:space:]]+203\.0\.113\.11' "$out"
+done
+assert_eq "... the target resolved once (a miss, then a hit)" "$((k1 + 1))" "$(knot_query_count customer)"
+assert_contains "a rewrite to a flagged name: steered for the client's city (nanjing)" "203.0.113.1" \
+  "$(pd_dig 127.0.1.10 steer.test A +short)"
+assert_contains "... and for wuxi" "203.0.113.3" "$(pd_dig 127.0.3.10 steer.test A +short)"
+out=$(pd_dig 127.0.1.10 twice.test A +noall +answer)
+assert_match "a rewrite to a rewritten name: one hop followed, the second CNAME answered as it stands" \
+  'ads\.test\.[[:space:]]+300[[:space:]]+IN[[:space:]]+CNAME[[:space:]]+garden\.walled\.test\.' "$out"
+assert_not_contains "... not chased further" "192.0.2.88" "$out"
 assert_contains "PASSTHRU: resolved as usual" "203.0.113.11" "$(dig_a 127.0.1.10 plain.customer.example)"
 assert_eq "DROP: no reply" "NO-RESPONSE" "$(dig_rcode 127.0.1.10 big.customer.example TXT)"
 
@@ -86,7 +111,7 @@ assert_match "an unknown action reported" \
 stats=$("$PARTDNSCTL_BIN" -c "$PD_CONF" stats)
 assert_match "hits per zone" '^rpz\.rpz\.example\.\.hits [1-9]' "$stats"
 assert_match "hits per zone and partition" '^rpz\.city\.rpz\.\.partition\.suzhou [1-9]' "$stats"
-assert_match "rules per zone: 9 of 11 records are triggers" '^rpz\.rpz\.example\.\.rules 9$' "$stats"
+assert_match "rules per zone: 12 of 14 records are triggers" '^rpz\.rpz\.example\.\.rules 12$' "$stats"
 
 # a reload with a broken file keeps the running version; a fixed one is read
 printf 'www.customer.example CNAME rpz-passthru.\nbad.customer.example A not-an-address\n' > "$IT_TMP/policy.zone.new"
@@ -100,6 +125,19 @@ assert_match "... and the error names the file and line" "rpz rpz\\.example\\.: 
 { head -n 3 "$IT_TMP/policy.zone.good"; echo 'www.customer.example CNAME rpz-passthru.'; } > "$IT_TMP/policy.zone"
 assert_contains "reload" "reloaded" "$(pdctl reload 2>&1)"
 assert_eq "a changed file is read again: PASSTHRU now" "203.0.113.10" "$(dig_a 127.0.3.10 www.customer.example)"
+
+# a cached name that matched nothing is remembered as such (its hits skip
+# the policy) only until the policy changes, and only when no zone, for
+# any partition, has a trigger for it
+for i in 1 2 3; do dig_a 127.0.3.10 plain.customer.example >/dev/null; done
+echo 'plain.customer.example CNAME .' >> "$IT_TMP/city.zone"
+assert_contains "reload" "reloaded" "$(pdctl reload 2>&1)"
+assert_eq "a new trigger for a cached, checked name applies (suzhou)" "NXDOMAIN" \
+  "$(dig_rcode 127.0.2.10 plain.customer.example)"
+for i in 1 2 3; do
+  assert_eq "... not for wuxi, whose zone has no trigger (hit $i)" "203.0.113.11" "$(dig_a 127.0.3.10 plain.customer.example)"
+done
+assert_eq "... and still for suzhou after wuxi's hits" "NXDOMAIN" "$(dig_rcode 127.0.2.10 plain.customer.example)"
 
 # the config: a partition that is not in the plan
 sed -i 's|partitions: \[ suzhou \]|partitions: [ suzhou, hangzhou ]|' "$PD_CONF"

@@ -27,6 +27,7 @@ struct seen {
 	size_t vlen;
 	uint32_t stored_at, expiry;
 	bool stale, refresh;
+	uint32_t mark;
 	int calls;
 	int ret; /* copy_fn's return value */
 };
@@ -41,6 +42,7 @@ static int copy_fn(const uint8_t *val, size_t vlen, const struct cache_hit *hit,
 	s->expiry = hit->expiry;
 	s->stale = hit->stale;
 	s->refresh = hit->refresh;
+	s->mark = hit->mark;
 	s->calls++;
 	return s->ret;
 }
@@ -872,6 +874,45 @@ static void test_hit_refresh(void **state)
 	cache_free(c);
 }
 
+/* The caller's mark: 0 when stored, set on the live entry it looked at only, gone with a new value or a rekey. */
+static int rekey_same(const uint8_t *key, size_t klen, uint8_t *out, void *arg)
+{
+	memcpy(out, key, klen);
+	return 1;
+}
+
+static void test_mark(void **state)
+{
+	struct cache *c = cache_new(1 << 20, 0);
+	assert_non_null(c);
+	struct seen seen = { 0 };
+	assert_int_equal(insert_str(c, "k", "v", 100, 100), 0);
+	assert_int_equal(lookup_str(c, "k", 101, &seen), 0);
+	assert_int_equal(seen.mark, 0);
+	cache_mark(c, (const uint8_t *)"k", 1, 102, seen.expiry, 7);
+	assert_int_equal(lookup_str(c, "k", 103, &seen), 0);
+	assert_int_equal(seen.mark, 7);
+	/* an entry stored since the caller looked (another expiry) keeps its own mark */
+	assert_int_equal(insert_str(c, "k", "v2", 104, 100), 0);
+	cache_mark(c, (const uint8_t *)"k", 1, 105, 200, 9);
+	assert_int_equal(lookup_str(c, "k", 106, &seen), 0);
+	assert_int_equal(seen.mark, 0);
+	cache_mark(c, (const uint8_t *)"k", 1, 106, seen.expiry, 9);
+	assert_int_equal(lookup_str(c, "k", 107, &seen), 0);
+	assert_int_equal(seen.mark, 9);
+	/* no entry, or a dead one: nothing happens */
+	cache_mark(c, (const uint8_t *)"none", 4, 107, 0, 3);
+	cache_mark(c, (const uint8_t *)"k", 1, 300, seen.expiry, 3);
+	/* a rekey moves the entry but not its mark: the key it was worked out for changed */
+	assert_int_equal(insert_str(c, "r", "v", 100, 100), 0);
+	assert_int_equal(lookup_str(c, "r", 101, &seen), 0);
+	cache_mark(c, (const uint8_t *)"r", 1, 101, seen.expiry, 5);
+	cache_rekey(c, rekey_same, NULL, 102, NULL);
+	assert_int_equal(lookup_str(c, "r", 103, &seen), 0);
+	assert_int_equal(seen.mark, 0);
+	cache_free(c);
+}
+
 /* --- serve-stale: grace, hold, reaping, and inserts that must not replace --- */
 
 static int reject_fn(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
@@ -1416,6 +1457,7 @@ int main(void)
 		cmocka_unit_test(test_shrink_table),
 		cmocka_unit_test(test_reap),
 		cmocka_unit_test(test_hit_refresh),
+		cmocka_unit_test(test_mark),
 		cmocka_unit_test(test_stale),
 		cmocka_unit_test(test_stale_evicted_first),
 		cmocka_unit_test(test_stats),
