@@ -15,7 +15,8 @@
 #     while dnsperf sends RPZ_RATE (20000) qps of 1000 cached names (none of
 #     them a trigger: the cost of looking and not finding, which every query
 #     pays) for RPZ_SECONDS (5) s.
-# Reported: per-round medians of the with/without ratios and their spread.
+# Reported: per-round medians of the with/without ratios and their spread;
+# then instructions per hit under callgrind (RPZ_CALLGRIND=0 skips it).
 # Prints a markdown report on stdout, progress on stderr.
 set -u -o pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -89,18 +90,56 @@ for ((r = 0; r < ROUNDS; r++)); do
   done
   r_cpu[$r]=$(ratio "${cpu_rpz[$r]}" "${cpu_none[$r]}")
 done
-loaded=$(grep -o 'rpz rpz.bench.: [0-9]* triggers loaded' "$IT_TMP/partdns.log" | tail -n 1)
-rss_delta=$(( $(median "${rss_rpz[@]}") - $(median "${rss_none[@]}") ))
-echo "### Run of $(date -u '+%Y-%m-%d %H:%M') UTC"
-echo
-echo "- command: \`bench/rpz.sh $(basename "$BUILD_DIR")\` (RPZ_RULES=$RULES RPZ_ROUNDS=$ROUNDS RPZ_RATE=$RATE RPZ_SECONDS=$SECONDS_RUN)"
-echo "- machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); partdns $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null)"
-echo "- zone: $RULES records, $((ZONE_BYTES / 1048576)) MiB; ${loaded:-?}"
-echo
-echo "| | without RPZ | with RPZ | ratio, per-round median (min–max) |"
-echo "|---|---|---|---|"
-echo "| CPU per hit (ns, median) | $(median "${cpu_none[@]}") | $(median "${cpu_rpz[@]}") | $(median "${r_cpu[@]}") ($(minimum "${r_cpu[@]}")–$(maximum "${r_cpu[@]}")) |"
-echo "| start to first answer (s, median) | $(median "${load_none[@]}") | $(median "${load_rpz[@]}") | |"
-echo "| VmRSS warm (kB, median) | $(median "${rss_none[@]}") | $(median "${rss_rpz[@]}") | +$rss_delta kB, $(awk -v d="$rss_delta" -v n="$RULES" 'BEGIN {printf "%.0f", d * 1024 / n}') bytes per trigger |"
-echo
-echo "Per round, CPU per hit (ns) without / with: $(for ((r = 0; r < ROUNDS; r++)); do printf '%s/%s ' "${cpu_none[$r]}" "${cpu_rpz[$r]}"; done)"
+if [ "$ROUNDS" -gt 0 ]; then
+  loaded=$(grep -o 'rpz rpz.bench.: [0-9]* triggers loaded' "$IT_TMP/partdns.log" | tail -n 1)
+  rss_delta=$(( $(median "${rss_rpz[@]}") - $(median "${rss_none[@]}") ))
+  echo "### Run of $(date -u '+%Y-%m-%d %H:%M') UTC"
+  echo
+  echo "- command: \`bench/rpz.sh $(basename "$BUILD_DIR")\` (RPZ_RULES=$RULES RPZ_ROUNDS=$ROUNDS RPZ_RATE=$RATE RPZ_SECONDS=$SECONDS_RUN)"
+  echo "- machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); partdns $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null)"
+  echo "- zone: $RULES records, $((ZONE_BYTES / 1048576)) MiB; ${loaded:-?}"
+  echo
+  echo "| | without RPZ | with RPZ | ratio, per-round median (min–max) |"
+  echo "|---|---|---|---|"
+  echo "| CPU per hit (ns, median) | $(median "${cpu_none[@]}") | $(median "${cpu_rpz[@]}") | $(median "${r_cpu[@]}") ($(minimum "${r_cpu[@]}")–$(maximum "${r_cpu[@]}")) |"
+  echo "| start to first answer (s, median) | $(median "${load_none[@]}") | $(median "${load_rpz[@]}") | |"
+  echo "| VmRSS warm (kB, median) | $(median "${rss_none[@]}") | $(median "${rss_rpz[@]}") | +$rss_delta kB, $(awk -v d="$rss_delta" -v n="$RULES" 'BEGIN {printf "%.0f", d * 1024 / n}') bytes per trigger |"
+  echo
+  echo "Per round, CPU per hit (ns) without / with: $(for ((r = 0; r < ROUNDS; r++)); do printf '%s/%s ' "${cpu_none[$r]}" "${cpu_rpz[$r]}"; done)"
+fi
+
+# Instructions per hit, which the timing above cannot resolve: partdns under
+# callgrind collecting inside query_process only (the whole of a query's
+# processing, from the packet to the reply), a smaller zone (the probes cost
+# the same whatever the zone's size), 1000 misses to warm then RPZ_CG_PASSES
+# passes of the 1000 names as hits.
+if [ "${RPZ_CALLGRIND:-1}" = 1 ] && command -v callgrind_control >/dev/null 2>&1; then
+  CG_RULES=${RPZ_CG_RULES:-20000}
+  CG_PASSES=${RPZ_CG_PASSES:-20}
+  head -n $((CG_RULES + 2)) "$IT_TMP/big.zone" > "$IT_TMP/cg.zone"
+  cp "$IT_TMP/none.yaml" "$IT_TMP/cgrpz.yaml"
+  printf 'rpz:\n  - { zone: rpz.bench., file: %s }\n' "$IT_TMP/cg.zone" >> "$IT_TMP/cgrpz.yaml"
+  REAL_PARTDNS=$PARTDNS_BIN
+  declare -A cg=()
+  for which in none cgrpz; do
+    bmsg "callgrind: $which"
+    cat > "$IT_TMP/partdns-cg" <<EOF2
+#!/bin/sh
+exec valgrind -q --tool=callgrind --toggle-collect=query_process --callgrind-out-file=$IT_TMP/cg-$which.out "$REAL_PARTDNS" "\$@"
+EOF2
+    chmod +x "$IT_TMP/partdns-cg"
+    PARTDNS_BIN=$IT_TMP/partdns-cg
+    partdns_start "$IT_TMP/$which.yaml"
+    PARTDNS_BIN=$REAL_PARTDNS
+    dnsperf -s "$PD_ADDR" -p "$PD_PORT" -a 127.0.9.30 -d "$IT_TMP/hits.txt" -n 1 -q 20 >/dev/null 2>&1
+    callgrind_control -z "$PD_PID" >/dev/null 2>&1 || bdie "callgrind_control -z failed"
+    out=$(dnsperf -s "$PD_ADDR" -p "$PD_PORT" -a 127.0.9.31 -d "$IT_TMP/hits.txt" -n "$CG_PASSES" -q 20 2>&1)
+    n=$(dp_field "$out" completed)
+    callgrind_control -d "$PD_PID" >/dev/null 2>&1 || bdie "callgrind_control -d failed"
+    f=$(ls -t "$IT_TMP"/cg-$which.out.* | head -n 1)
+    cg[$which]=$(awk -v n="$n" '/^(summary|totals):/ {printf "%.0f", $2 / n; exit}' "$f")
+    partdns_stop 20
+  done
+  echo
+  echo "Callgrind (\`--toggle-collect=query_process\`, a $CG_RULES-trigger zone, $((CG_PASSES * 1000)) hits): instructions per hit without RPZ ${cg[none]}, with RPZ ${cg[cgrpz]} ($(awk -v a="${cg[cgrpz]}" -v b="${cg[none]}" 'BEGIN {printf "%+.1f %%", (a - b) * 100 / b}'))."
+fi
