@@ -595,6 +595,11 @@ static void check_rpz_transfer(struct loader *L, const struct conf_rpz *r, size_
 		conf_key_set(L, "rpz[%zu].tsig", i);
 		conf_error(L, tsig, false, "tsig signs transfers: it needs a primary");
 	}
+	if (r->nallow_notify > 0 && r->primary.len == 0) {
+		conf_key_set(L, "rpz[%zu].allow_notify", i);
+		conf_error(L, conf_ynode_get(item, "allow_notify"), false,
+		           "a NOTIFY asks for a transfer: allow_notify needs a primary");
+	}
 	if (r->tsig_algorithm != NULL && r->tsig_name != NULL) {
 		static const char *const algs[] = { "hmac-md5", "hmac-sha1", "hmac-sha224", "hmac-sha256",
 			                            "hmac-sha384", "hmac-sha512" };

@@ -88,6 +88,8 @@ struct conf_rpz {
 	struct conf_addr primary;   /* len 0: none (the file is the zone) */
 	char *tsig_name, *tsig_algorithm, *tsig_secret; /* NULL: transfers unsigned */
 	unsigned refresh;           /* seconds between SOA checks; 0 = the zone's SOA refresh */
+	size_t nallow_notify;
+	struct prefix *allow_notify; /* NOTIFY senders besides the primary's address */
 	size_t npartitions;
 	char **partitions;          /* names as given; none = every client */
 	unsigned *part_ids;         /* resolved, npartitions of them */

@@ -154,6 +154,8 @@ static const struct sitem rpz_items[] = {
 	{ .name = "primary", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(RZ, primary), .min = 53 },
 	{ .name = "tsig", SEC(rpz_tsig_items) },
 	{ .name = "refresh", .type = ST_UINT, FLD(RZ, refresh), .min = 0, .max = 86400, .def = "0" },
+	/* who else may NOTIFY (a primary that sends from another address) */
+	{ .name = "allow_notify", .type = ST_PREFIX, LST(RZ, allow_notify, nallow_notify, 0) },
 	{ .name = NULL },
 };
 

@@ -60,7 +60,7 @@ struct daemon {
 	struct probe *probe;         /* partdnsctl query */
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */
-	struct rpz_xfr *rpz_xfr;      /* policy zones from primaries (rpz[].primary); NULL until running */
+	struct rpz_xfr *rpz_xfr;      /* policy zones from primaries (rpz[].primary), their NOTIFYs */
 	struct http_server *http;    /* server.http: the plan for CDNs; NULL when off */
 	_Atomic time_t plan_since;   /* when the running partition plan went live (Last-Modified) */
 	bool plan_from_store;        /* running an activated plan the config does not hold yet (reload_lock) */
@@ -742,8 +742,12 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		resolve_edns_set_dnstap(d->edns, d->dnstap, d->nworkers);
 		log_info("dnstap to %s (client queries and replies, the EDNS pool's upstream queries)", c->server.dnstap);
 	}
+	/* before the workers: their listeners take NOTIFYs for it */
+	if ((d->rpz_xfr = rpz_xfr_new(&d->snapshots)) == NULL)
+		goto fail;
 	struct worker_env env = { .snapshots = &d->snapshots, .cache = d->cache, .inflight = d->inflight,
-	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd, .dnstap = d->dnstap };
+	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd, .dnstap = d->dnstap,
+	                          .rpz_xfr = d->rpz_xfr };
 	for (unsigned i = 0; i < d->nworkers; i++) {
 		d->workers[i] = worker_new(&env, i, c);
 		if (d->workers[i] == NULL)
@@ -823,6 +827,7 @@ void daemon_free(struct daemon *d)
 		for (unsigned i = 0; i < d->nworkers; i++)
 			worker_free(d->workers[i]);
 	free(d->workers);
+	rpz_xfr_free(d->rpz_xfr); /* after the workers: they hand it NOTIFYs */
 	dnstap_free(d->dnstap); /* after every thread that logs */
 	inflight_free(d->inflight);
 	cache_free(d->cache);
@@ -1214,7 +1219,7 @@ int daemon_run(struct daemon *d)
 	if (rc == 0 && d->http && http_start(d->http) != 0)
 		rc = -EIO;
 	/* always: a reload may add a primary later; without one it only looks, once a second */
-	if (rc == 0 && (d->rpz_xfr = rpz_xfr_start(&d->snapshots)) == NULL)
+	if (rc == 0 && rpz_xfr_start(d->rpz_xfr) != 0)
 		rc = -ENOMEM;
 	if (rc != 0) {
 		log_err("cannot start threads: %s", strerror(-rc));
@@ -1262,8 +1267,7 @@ int daemon_run(struct daemon *d)
 	if (d->metrics) /* /health says 503 while shutting down; /metrics still answers */
 		metrics_http_set_ready(d->metrics, false);
 	control_stop(d->control);
-	rpz_xfr_stop(d->rpz_xfr);
-	d->rpz_xfr = NULL;
+	rpz_xfr_stop(d->rpz_xfr); /* freed after the workers, which may still take a NOTIFY */
 	for (unsigned i = 0; i < d->nworkers; i++)
 		worker_join(d->workers[i]);
 	resolve_normal_join(d->normal);

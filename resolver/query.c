@@ -12,6 +12,7 @@
 #include "resolver/clock.h"
 #include "resolver/local.h"
 #include "resolver/rpz.h"
+#include "resolver/rpz_xfr.h"
 #include "resolver/route.h"
 #include "resolver/topk.h"
 
@@ -543,6 +544,26 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
 	return start_miss(x, cl, q, rt, target, target_len, prefix, prefix_len, out, limit);
 }
 
+/*
+ * A NOTIFY (RFC 1996): a policy zone's primary saying its serial moved.
+ * Taken from the primary (or rpz[].allow_notify) only, and then only as a
+ * reason to check the serial now; the reply is the question back, AA set.
+ * Anything else (a zone not ours, another sender, not SOA/IN) is REFUSED.
+ */
+static int notify_reply(struct query_ctx *x, const struct wire_query *q, const struct classify *who, uint8_t *out,
+                        size_t limit)
+{
+	counter_inc(&x->ctr->notifies);
+	int rcode = WIRE_RCODE_REFUSED;
+	if (q->qtype == WIRE_TYPE_SOA && q->qclass == WIRE_CLASS_IN &&
+	    rpz_xfr_notify(x->xfr, x->snap->conf, q->qname_lc, q->qname_len, who->family, who->addr) >= 0)
+		rcode = WIRE_RCODE_NOERROR;
+	int n = reply_error(x, q, rcode, NULL, NULL, out, limit);
+	if (n > 0 && rcode == WIRE_RCODE_NOERROR)
+		out[2] |= WIRE_FLAG_AA >> 8;
+	return n;
+}
+
 /* ---- the query ---- */
 
 static inline __attribute__((always_inline)) int decide(struct query_ctx *x, const struct query_client *cl,
@@ -588,6 +609,8 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 		counter_inc(&x->ctr->ratelimited);
 		return over_limit(x, cl, &q, c->server.client_limit_action, out, limit);
 	}
+	if (rc == WIRE_NOTIFY) /* a primary, not a client: before the clients' allow list */
+		return notify_reply(x, &q, &who, out, limit);
 	if (error_rcode < 0 && !classify_allowed(&who))
 		error_rcode = WIRE_RCODE_REFUSED;
 	if (error_rcode < 0 && (q.qtype == 251 || q.qtype == 252)) /* IXFR, AXFR: not a resolver's job */

@@ -36,6 +36,7 @@ struct query_ctx {
 	struct dnstap_queue *tap;       /* server.dnstap: this thread's queue; NULL = off */
 	struct topk *unmatched;         /* networks of clients in no partition (partdnsctl unmatched); NULL = not kept */
 	struct waiter_rewrite *rewrite; /* a policy rewrite being followed: the next waiter made takes it */
+	struct rpz_xfr *xfr;            /* where a primary's NOTIFY goes (rpz_xfr_notify); NULL: refused */
 };
 
 /* Where a query came from and how to answer it later. */

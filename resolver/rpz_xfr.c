@@ -14,8 +14,9 @@
  * does not serve IXFR, or when its reply cannot be used (said in the log).
  * The exchanges are ours, not ldns's resolver: ldns 1.8's AXFR client
  * checks no TSIG on the transfer's messages, and every message of every
- * reply is verified here (tsig.c) before a record of it is used. NOTIFY is
- * not done: the SOA is polled.
+ * reply is verified here (tsig.c) before a record of it is used. A NOTIFY
+ * from the primary (taken by a listener, rpz_xfr_notify) brings the next
+ * SOA check forward; it is not trusted further than that.
  */
 #include "resolver/rpz_xfr.h"
 
@@ -35,11 +36,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/conf.h"
+#include "partition/prefix.h"
 #include "resolver/log.h"
 #include "resolver/rpz.h"
 #include "resolver/rpz_ixfr.h"
 #include "resolver/snapshot.h"
 #include "resolver/tsig.h"
+#include "resolver/wire.h"
 
 #define XFR_MAX_ZONES 256
 #define XFR_TIMEOUT_S 5           /* to connect, and for each read of a reply */
@@ -50,10 +54,12 @@
 #define XFR_MAX_REFRESH_S 86400
 #define XFR_NO_IXFR_S 3600        /* a primary that refused IXFR is sent AXFRs this long */
 #define XFR_LOG_AGAIN_S 3600      /* the same failure again is logged once in this long */
+#define XFR_NOTIFY_GAP_S 5        /* a NOTIFY brings a check forward to no sooner than this after the last */
 
 struct xzone {
 	char name[256];
 	time_t next;            /* when to check the SOA again */
+	time_t checked;         /* when it was last checked (0: never) */
 	time_t no_ixfr_until;   /* the primary refused an IXFR: AXFR until then */
 	/* the copy's serial, read again only when the file changes */
 	bool copy_known, copy_have;
@@ -73,8 +79,14 @@ struct rpz_xfr {
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_bool changed;
+	bool started;
 	size_t n;
 	struct xzone z[XFR_MAX_ZONES];
+	/* zones NOTIFYs asked about, taken by the thread: a set (a flood adds nothing) */
+	pthread_mutex_t notify_lock;
+	atomic_bool notified;
+	size_t nnotify;
+	char notify[XFR_MAX_ZONES][256];
 };
 
 static struct xzone *zone_state(struct rpz_xfr *x, const char *name)
@@ -600,6 +612,7 @@ static void check_zone(struct rpz_xfr *x, const struct conf_rpz *r, const struct
 	struct xzone *z = zone_state(x, r->zone);
 	if (z == NULL || now < z->next)
 		return;
+	z->checked = now;
 	uint32_t have_serial = 0, loaded_serial = 0, have_refresh = 0, serial = 0, refresh = 0;
 	(void)rpz_serial(loaded, r->zone, &loaded_serial, &have_refresh);
 	bool have = copy_serial(z, r->file, r->zone, &have_serial);
@@ -638,23 +651,44 @@ static void check_zone(struct rpz_xfr *x, const struct conf_rpz *r, const struct
 	memset(&key, 0, sizeof(key)); /* the secret does not stay on the stack */
 }
 
+/* The zones NOTIFYs named: each checked now, or XFR_NOTIFY_GAP_S after its last check. */
+static void take_notifies(struct rpz_xfr *x, time_t now)
+{
+	if (!atomic_exchange(&x->notified, false))
+		return;
+	pthread_mutex_lock(&x->notify_lock);
+	for (size_t i = 0; i < x->nnotify; i++) {
+		struct xzone *z = zone_state(x, x->notify[i]);
+		if (z == NULL)
+			continue;
+		time_t when = z->checked + XFR_NOTIFY_GAP_S > now ? z->checked + XFR_NOTIFY_GAP_S : now;
+		if (when < z->next) {
+			z->next = when;
+			log_info("rpz %s: NOTIFY from the primary: its serial is checked now", z->name);
+		}
+	}
+	x->nnotify = 0;
+	pthread_mutex_unlock(&x->notify_lock);
+}
+
 static void *xfr_main(void *arg)
 {
 	struct rpz_xfr *x = arg;
 	while (!atomic_load(&x->stop)) {
 		struct snapshot *s = snapshot_get(x->slot);
 		time_t now = time(NULL);
+		take_notifies(x, now);
 		for (size_t i = 0; s != NULL && i < s->conf->nrpz && !atomic_load(&x->stop); i++)
 			if (s->conf->rpz[i].primary.len > 0)
 				check_zone(x, &s->conf->rpz[i], s->rpz, now);
 		snapshot_release(s);
-		for (int k = 0; k < 4 && !atomic_load(&x->stop); k++)
+		for (int k = 0; k < 4 && !atomic_load(&x->stop) && !atomic_load(&x->notified); k++)
 			usleep(250 * 1000);
 	}
 	return NULL;
 }
 
-struct rpz_xfr *rpz_xfr_start(struct snapshot_slot *slot)
+struct rpz_xfr *rpz_xfr_new(struct snapshot_slot *slot)
 {
 	struct rpz_xfr *x = calloc(1, sizeof(*x));
 	if (x == NULL)
@@ -662,11 +696,65 @@ struct rpz_xfr *rpz_xfr_start(struct snapshot_slot *slot)
 	x->slot = slot;
 	atomic_init(&x->stop, false);
 	atomic_init(&x->changed, false);
-	if (pthread_create(&x->thread, NULL, xfr_main, x) != 0) {
+	atomic_init(&x->notified, false);
+	if (pthread_mutex_init(&x->notify_lock, NULL) != 0) {
 		free(x);
 		return NULL;
 	}
 	return x;
+}
+
+int rpz_xfr_start(struct rpz_xfr *x)
+{
+	if (pthread_create(&x->thread, NULL, xfr_main, x) != 0)
+		return -1;
+	x->started = true;
+	return 0;
+}
+
+/* Is the sender family/addr one r takes a NOTIFY from: its primary's address, or allow_notify? */
+static bool notify_allowed(const struct conf_rpz *r, int family, const uint8_t *addr)
+{
+	struct prefix who, primary;
+	prefix_from_addr(&who, family, addr);
+	for (size_t i = 0; i < r->nallow_notify; i++)
+		if (prefix_contains(&r->allow_notify[i], &who))
+			return true;
+	const struct sockaddr_storage *ss = &r->primary.ss;
+	if (ss->ss_family == AF_INET)
+		prefix_from_addr(&primary, AF_INET, (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr);
+	else if (ss->ss_family == AF_INET6)
+		prefix_from_addr(&primary, AF_INET6, ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr);
+	else
+		return false;
+	return prefix_equal(&primary, &who);
+}
+
+int rpz_xfr_notify(struct rpz_xfr *x, const struct conf *c, const uint8_t *zone, size_t zone_len, int family,
+                   const uint8_t *addr)
+{
+	const struct conf_rpz *r = NULL;
+	for (size_t i = 0; i < c->nrpz && r == NULL; i++) {
+		uint8_t w[WIRE_MAX_NAME];
+		int n = wire_name_from_text(c->rpz[i].zone, w, sizeof(w));
+		if (n > 0 && (size_t)n == zone_len) {
+			wire_name_lower(w, (size_t)n, w);
+			if (memcmp(w, zone, zone_len) == 0 && c->rpz[i].primary.len > 0)
+				r = &c->rpz[i];
+		}
+	}
+	if (x == NULL || r == NULL || !notify_allowed(r, family, addr))
+		return -1;
+	int rc = 1;
+	pthread_mutex_lock(&x->notify_lock);
+	for (size_t i = 0; i < x->nnotify && rc == 1; i++)
+		if (strcmp(x->notify[i], r->zone) == 0)
+			rc = 0;
+	if (rc == 1 && x->nnotify < XFR_MAX_ZONES)
+		snprintf(x->notify[x->nnotify++], sizeof(x->notify[0]), "%s", r->zone);
+	pthread_mutex_unlock(&x->notify_lock);
+	atomic_store(&x->notified, true);
+	return rc;
 }
 
 bool rpz_xfr_take_changed(struct rpz_xfr *x)
@@ -676,9 +764,18 @@ bool rpz_xfr_take_changed(struct rpz_xfr *x)
 
 void rpz_xfr_stop(struct rpz_xfr *x)
 {
-	if (x == NULL)
+	if (x == NULL || !x->started)
 		return;
 	atomic_store(&x->stop, true);
 	pthread_join(x->thread, NULL);
+	x->started = false;
+}
+
+void rpz_xfr_free(struct rpz_xfr *x)
+{
+	if (x == NULL)
+		return;
+	rpz_xfr_stop(x);
+	pthread_mutex_destroy(&x->notify_lock);
 	free(x);
 }

@@ -316,7 +316,8 @@ int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q)
 	q->flags = rd16(pkt + 2);
 	if (q->flags & WIRE_FLAG_QR)
 		return WIRE_E_DROP;
-	if (q->flags & WIRE_FLAG_OPCODE)
+	unsigned opcode = (q->flags & WIRE_FLAG_OPCODE) >> 11;
+	if (opcode != 0 && opcode != 4)
 		return WIRE_E_NOTIMP;
 	if (rd16(pkt + 4) != 1)
 		return WIRE_E_FORMERR;
@@ -365,7 +366,7 @@ int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q)
 		q->has_ecs = true;
 		q->ecs = ecs;
 	}
-	return result;
+	return result == 0 && opcode == 4 ? WIRE_NOTIFY : result;
 }
 
 size_t wire_udp_limit(const struct wire_query *q, size_t max_udp)

@@ -33,6 +33,9 @@ enum {
 	WIRE_E_MISMATCH = -4005, /* a response that is not the answer to our query: discard */
 };
 
+/* wire_parse_query's result for a well-formed NOTIFY (opcode 4, RFC 1996): a primary's message, not a query. */
+#define WIRE_NOTIFY 1
+
 /* RCODEs (RFC 1035 §4.1.1, RFC 6891 §6.1.3 for BADVERS = 16, needs an OPT). */
 enum {
 	WIRE_RCODE_NOERROR = 0,
@@ -104,7 +107,7 @@ struct wire_ede {
 /*
  * A parsed client query. Which fields are valid depends on the result of
  * wire_parse_query:
- *   0                 all fields.
+ *   0, WIRE_NOTIFY    all fields.
  *   WIRE_E_DROP       none (id/flags only when the packet had 12 bytes).
  *   WIRE_E_NOTIMP     id, flags; question_ok and has_edns are false (the
  *                     reply is a bare header: we do not read what follows
@@ -136,7 +139,9 @@ struct wire_query {
 /**
  * Parse a client query.
  *
- * Rules: len < 12 or QR=1 → WIRE_E_DROP; opcode != 0 → WIRE_E_NOTIMP;
+ * Rules: len < 12 or QR=1 → WIRE_E_DROP; opcode other than QUERY (0) or
+ * NOTIFY (4) → WIRE_E_NOTIMP; a NOTIFY is parsed as a query (its answer's
+ * SOA, its TSIG skipped) and, if nothing else is wrong, gives WIRE_NOTIFY;
  * QDCOUNT != 1 → FORMERR; names: labels ≤ 63, names ≤ 255 bytes,
  * compression pointers only backwards (each pointer must point before the
  * name's start and before the previous pointer's target, never into the
@@ -152,7 +157,7 @@ struct wire_query {
  * @param pkt  the query; not kept
  * @param len  its length
  * @param q    filled as documented at struct wire_query
- * @return 0, WIRE_E_DROP, WIRE_E_FORMERR, WIRE_E_NOTIMP or WIRE_E_BADVERS.
+ * @return 0, WIRE_NOTIFY, WIRE_E_DROP, WIRE_E_FORMERR, WIRE_E_NOTIMP or WIRE_E_BADVERS.
  */
 int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q);
 

@@ -21,6 +21,7 @@ struct worker_env {
 	struct resolve_edns *edns;
 	int stop_fd;               /* readable once the daemon stops */
 	struct dnstap *dnstap;     /* server.dnstap, queue idx per worker; NULL = off */
+	struct rpz_xfr *rpz_xfr;   /* policy zone transfers: NOTIFYs go there */
 };
 
 /**

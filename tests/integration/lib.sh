@@ -340,6 +340,62 @@ it_poll() {
   return 1
 }
 
+# it_rpz_primary DIR SECRET [NOTIFY-TARGET]: knotd on $NET.7 as the primary
+# of rpz.primary. (the zone file DIR/rpz.primary.zone, written by the
+# caller), transfers only with the TSIG key xfr. (hmac-sha256, SECRET); an
+# edited zone file's differences go to the journal (zonefile-load:
+# difference), which IXFRs are served from; with NOTIFY-TARGET
+# (ADDR@PORT), every change is NOTIFYed there from $NET.7.
+it_rpz_primary() {
+  local dir=$1 secret=$2 notify=${3:-}
+  mkdir -p "$dir/db"
+  {
+    cat <<EOF2
+server:
+  rundir: $dir
+  listen: $NET.7@53
+  udp-workers: 1
+  tcp-workers: 1
+  background-workers: 1
+database:
+  storage: $dir/db
+control:
+  listen: $dir/knot.sock
+log:
+  - target: $dir/knotd.log
+    any: info
+key:
+  - id: xfr.
+    algorithm: hmac-sha256
+    secret: $secret
+EOF2
+    [ -z "$notify" ] || printf 'remote:\n  - id: notified\n    address: %s\n    via: %s\n' "$notify" "$NET.7"
+    cat <<EOF2
+acl:
+  - id: xfr_acl
+    key: xfr.
+    action: transfer
+template:
+  - id: default
+    storage: $dir
+    file: "%s.zone"
+    zonefile-sync: -1
+    zonefile-load: difference
+    journal-content: changes
+zone:
+  - domain: rpz.primary.
+    acl: xfr_acl
+EOF2
+    [ -z "$notify" ] || echo '    notify: notified'
+  } > "$dir/knot.conf"
+  knotd -c "$dir/knot.conf" >> "$dir/stdout.log" 2>&1 &
+  IT_PIDS[rpz]=$!
+  IT_CONF[rpz]=$dir/knot.conf
+  IT_ADDR[rpz]=$NET.7
+  IT_ZONES[rpz]=rpz.primary.
+  knot_wait rpz
+}
+
 # it_subst IN OUT: copy a template, replacing @NET@ and @TMP@.
 it_subst() { sed -e "s|@NET@|$NET|g" -e "s|@TMP@|$IT_TMP|g" "$1" > "$2"; }
 

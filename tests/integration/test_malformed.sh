@@ -56,6 +56,7 @@ check() {
   case $want in
     FORMERR) [ "$id" = 5a17 ] && [ $qr = 1 ] && [ $got_rcode = 1 ] ;;
     NOTIMP) [ "$id" = 5a17 ] && [ $qr = 1 ] && [ $got_rcode = 4 ] && [ "$qd" = 0000 ] && [ $opcode = $q_opcode ] ;;
+    REFUSED) [ "$id" = 5a17 ] && [ $qr = 1 ] && [ $got_rcode = 5 ] && [ "$qd" = 0001 ] && [ $opcode = $q_opcode ] ;;
     # OPT: owner root (00), type 41 (0029), class = size, TTL's first byte = extended rcode 1
     BADVERS) [ "$id" = 5a17 ] && [ $qr = 1 ] && [ $got_rcode = 0 ] &&
              grep -qE '000029[0-9a-f]{4}01' <<<"$r" ;;

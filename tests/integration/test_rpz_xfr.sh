@@ -16,7 +16,7 @@ pd_require_bins
 SECRET=$(head -c 32 /dev/urandom | base64)
 WRONG=$(head -c 32 /dev/urandom | base64)
 dir=$IT_TMP/knot-rpz
-mkdir -p "$dir/db"
+mkdir -p "$dir"
 BULK=3000   # rules besides the ones the test looks at: an AXFR of many messages
 write_zone() { # write_zone SERIAL [EXTRA-LINE] (WWW=0: without www.customer.example's rule)
   {
@@ -30,46 +30,7 @@ write_zone() { # write_zone SERIAL [EXTRA-LINE] (WWW=0: without www.customer.exa
   } > "$dir/rpz.primary.zone"
 }
 write_zone 1
-cat > "$dir/knot.conf" <<EOF
-server:
-  rundir: $dir
-  listen: $NET.7@53
-  udp-workers: 1
-  tcp-workers: 1
-  background-workers: 1
-database:
-  storage: $dir/db
-control:
-  listen: $dir/knot.sock
-log:
-  - target: $dir/knotd.log
-    any: info
-key:
-  - id: xfr.
-    algorithm: hmac-sha256
-    secret: $SECRET
-acl:
-  - id: xfr_acl
-    key: xfr.
-    action: transfer
-template:
-  - id: default
-    storage: $dir
-    file: "%s.zone"
-    zonefile-sync: -1
-    # an edited zone file's differences go to the journal: what knotd serves IXFR from
-    zonefile-load: difference
-    journal-content: changes
-zone:
-  - domain: rpz.primary.
-    acl: xfr_acl
-EOF
-knotd -c "$dir/knot.conf" >> "$dir/stdout.log" 2>&1 &
-IT_PIDS[rpz]=$!
-IT_CONF[rpz]=$dir/knot.conf
-IT_ADDR[rpz]=$NET.7
-IT_ZONES[rpz]=rpz.primary.
-knot_wait rpz
+it_rpz_primary "$dir" "$SECRET"
 assert_eq "the primary refuses a transfer without the key" "1" \
   "$(dig +time=2 +tries=1 @"$NET.7" rpz.primary. AXFR 2>&1 | grep -c 'Transfer failed')"
 

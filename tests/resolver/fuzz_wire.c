@@ -31,7 +31,7 @@ static void as_query(const uint8_t *data, size_t size)
 	int rc = wire_parse_query(data, size, &q);
 	if (rc == WIRE_E_DROP)
 		return;
-	CHECK(rc == 0 || rc == WIRE_E_FORMERR || rc == WIRE_E_NOTIMP || rc == WIRE_E_BADVERS);
+	CHECK(rc == 0 || rc == WIRE_NOTIFY || rc == WIRE_E_FORMERR || rc == WIRE_E_NOTIMP || rc == WIRE_E_BADVERS);
 	if (q.question_ok) {
 		CHECK(q.qname_len >= 1 && q.qname_len <= WIRE_MAX_NAME);
 		CHECK(wire_name_check(q.qname, q.qname_len) == 0);

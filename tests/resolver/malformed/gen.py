@@ -67,7 +67,7 @@ CASES = [
     ("qr-set-garbage", "DROP", "QR=1 followed by garbage", header(flags=0x8180) + b"\xff" * 20),
     ("opcode-iquery", "NOTIMP", "opcode 1 (IQUERY)", query(flags=RD | 1 << 11)),
     ("opcode-status", "NOTIMP", "opcode 2 (STATUS)", query(flags=RD | 2 << 11)),
-    ("opcode-notify", "NOTIMP", "opcode 4 (NOTIFY)", query(flags=4 << 11)),
+    ("opcode-notify", "REFUSED", "opcode 4 (NOTIFY) for a zone that is no policy zone of ours", query(flags=4 << 11)),
     ("opcode-update", "NOTIMP", "opcode 5 (UPDATE)", query(flags=5 << 11)),
     ("opcode-update-garbage", "NOTIMP", "opcode 5 with garbage after the header (not read)",
      header(flags=5 << 11, qd=7) + b"\xc0\xff\x3f"),
@@ -160,6 +160,7 @@ def seeds():
         "q-ecs6": query(opt(ecs(2, 56, 0, bytes([0x20, 1, 0x0D, 0xB8, 0, 1, 0]))), ar=1),
         "q-ecs0-cookie": query(opt(option(10, bytes(8)) + ecs(1, 0, 0, b"")), ar=1),
         "q-0x20": header() + name("wWw.ExAmPlE.cOm") + struct.pack(">HH", 28, 1),
+        "q-notify-soa": header(flags=4 << 11 | 0x0400, an=1) + QNAME + struct.pack(">HH", 6, 1) + soa(ptr(12), 3600, 60),
         "r-positive-opt-middle": response(0x81A0, QUESTION, [a1, rr(ptr(12), 1, 1, 100, bytes([198, 51, 100, 2]))],
                                           [ns1], [glue, ecs_opt, rr(b"\x03ns2" + ptr(16), 1, 1, 3600, A_RDATA)]),
         "r-nxdomain-soa": response(0x8183, QUESTION, [], [soa(ptr(16), 3600, 300)], [opt()]),
@@ -204,6 +205,7 @@ def main():
         "#            query's OPT record was read",
         "#   NOTIMP   reply RCODE 4, header only (QDCOUNT 0), opcode copied",
         "#   BADVERS  reply with an OPT record, extended RCODE 1 (= 16), header RCODE 0",
+        "#   REFUSED  reply RCODE 5, the question echoed, opcode copied (a NOTIFY partdns does not take)",
         "#   DROP     no reply at all",
     ]
     for i, (slug, reaction, what, pkt) in enumerate(CASES, 1):
