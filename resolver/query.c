@@ -175,16 +175,20 @@ static int rewrite_follow(struct query_ctx *x, const struct query_client *cl, co
 }
 
 /*
- * Response policy (rpz) for q's name: an answer (@return its length), no
+ * Response policy (rpz) for q's name and its client (name_clean: the name
+ * is known to match no QNAME trigger): an answer (@return its length), no
  * reply (0: DROP), nothing (-1: go on), or, following a rewrite, -1 too
- * when a resolution is awaited (x->rewrite was taken: *waiting set).
+ * when a resolution is awaited (x->rewrite was taken: *waiting set). The
+ * target of a rewrite is not checked against client-IP triggers again:
+ * they decided already (a client-IP rewrite would otherwise meet itself).
  */
 static int rpz_reply(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
-                     const struct classify *who, uint8_t *out, size_t limit, bool *waiting)
+                     const struct classify *who, bool name_clean, uint8_t *out, size_t limit, bool *waiting)
 {
 	uint8_t *msg;
 	size_t len;
-	switch (rpz_check(x->snap->rpz, who->part, q, &msg, &len)) {
+	int family = x->rewrite == NULL ? who->family : AF_UNSPEC;
+	switch (rpz_check(x->snap->rpz, who->part, q, family, who->addr, name_clean, &msg, &len)) {
 	case RPZ_PASS:
 		return -1;
 	case RPZ_DROP:
@@ -686,10 +690,11 @@ static inline __attribute__((always_inline)) int decide(struct query_ctx *x, con
 	int found = cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
 
 	/* response policy for the name, before anything found is used; not
-	 * when the entry found was checked under this policy already */
-	if (x->snap->rpz != NULL && !h.policy_checked) {
+	 * when the entry found was checked under this policy already (but
+	 * the client's address, when client-IP triggers exist) */
+	if (x->snap->rpz != NULL && (!h.policy_checked || rpz_client_ip(x->snap->rpz))) {
 		bool waiting = false;
-		int n = rpz_reply(x, cl, q, who, out, limit, &waiting);
+		int n = rpz_reply(x, cl, q, who, h.policy_checked, out, limit, &waiting);
 		if (n >= 0 || waiting) {
 			free(h.prefix);
 			return n;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Response policy zones (the RPZ format BIND, Unbound, Knot Resolver and
- * PowerDNS read): QNAME triggers only, read from zone files. A zone is
- * compiled once into two open-addressing tables (exact triggers, wildcard
- * triggers by the name below the "*") over one arena, shared between the
- * configs that name it and reused while its file does not change. The
+ * PowerDNS read): QNAME and client-IP triggers, read from zone files. A
+ * zone is compiled once into two open-addressing tables (exact triggers,
+ * wildcard triggers by the name below the "*") and a longest-prefix table
+ * of client-IP triggers, over one arena, shared between the configs that
+ * name it and reused while its file does not change. The
  * actions: NXDOMAIN (CNAME .), NODATA (CNAME *.), PASSTHRU (CNAME
  * rpz-passthru.), DROP (CNAME rpz-drop.), and local data, a CNAME to
  * another name included (a rewrite).
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "partition/lpm.h"
 #include "partition/partition.h"
 #include "resolver/log.h"
 #include "resolver/msgbuf.h"
@@ -56,6 +58,8 @@ struct pzone {
 	struct prule *exact, *wild;
 	size_t emask, wmask;
 	uint64_t wild_depths[2]; /* bit n: a wildcard trigger n labels deep exists (n < 128) */
+	struct prule *cip;       /* client-IP triggers, by their lpm value */
+	struct lpm *cip_lpm;     /* NULL: none */
 	struct pdata *data;
 	size_t ndata;
 	size_t nrules;
@@ -86,12 +90,16 @@ struct rpz {
 struct pitem {
 	uint32_t name_off;
 	uint16_t name_len;
-	bool wild;
+	uint8_t kind;       /* enum tkind */
 	uint8_t action;
 	uint16_t type;
 	uint32_t data_off, data_len;
 	uint32_t seq;       /* file order: the first of conflicting actions wins */
+	struct prefix cip;  /* TK_CLIENT_IP: the client prefix */
 };
+
+/* The kinds of trigger, in the order the tables are built. */
+enum tkind { TK_EXACT, TK_WILD, TK_CLIENT_IP };
 
 static int arena_add(struct pzone *z, const void *d, size_t n, uint32_t *off)
 {
@@ -123,6 +131,8 @@ static void pzone_unref(struct pzone *z)
 	free(z->exact);
 	free(z->wild);
 	free(z->data);
+	free(z->cip);
+	lpm_free(z->cip_lpm);
 	free(z);
 }
 
@@ -145,20 +155,108 @@ static struct prule *rule_slot(const struct pzone *z, struct prule *t, size_t ma
 	return &t[i];
 }
 
-/* Why a trigger or action is not supported, or NULL. labels: the owner below the zone, wire form. */
-static const char *trigger_problem(const uint8_t *rel, size_t len)
+static bool label_is(const uint8_t *label, const char *text)
 {
-	/* the last label before the zone says the trigger kind: rpz-ip, rpz-nsdname, ... */
-	const uint8_t *last = NULL;
-	for (size_t p = 0; p < len && rel[p] != 0; p += 1u + rel[p])
-		last = rel + p;
-	if (last == NULL)
-		return NULL;
-	static const char *const kinds[] = { "rpz-ip", "rpz-client-ip", "rpz-nsdname", "rpz-nsip" };
+	return label[0] == strlen(text) && memcmp(label + 1, text, label[0]) == 0;
+}
+
+/* A label of decimal digits (at most 3) as a number, or -1. */
+static int label_dec(const uint8_t *label)
+{
+	if (label[0] == 0 || label[0] > 3)
+		return -1;
+	int v = 0;
+	for (unsigned i = 1; i <= label[0]; i++) {
+		if (label[i] < '0' || label[i] > '9')
+			return -1;
+		v = v * 10 + (label[i] - '0');
+	}
+	return v;
+}
+
+/*
+ * The client prefix of a client-IP trigger: labels[0] the prefix length,
+ * then the address, least significant part first: four decimal octets
+ * (32.1.2.0.192 is 192.0.2.1/32), or IPv6 groups of 1-4 hex digits with
+ * one "zz" for the zeros "::" stands for (128.1.zz.db8.2001 is
+ * 2001:db8::1/128). @return 0, or -1 when malformed (bits past the length
+ * set included: the trigger would not say what it means).
+ */
+static int client_prefix(const uint8_t *const *labels, size_t n, struct prefix *out)
+{
+	char text[64];
+	size_t pos = 0;
+	int len = n >= 2 ? label_dec(labels[0]) : -1;
+	if (len < 0)
+		return -1;
+	bool v4 = n == 5;
+	for (size_t i = 1; v4 && i < n; i++)
+		v4 = label_dec(labels[i]) >= 0 && label_dec(labels[i]) <= 255;
+	if (v4) {
+		for (size_t i = n - 1; i >= 1; i--)
+			pos += (size_t)snprintf(text + pos, sizeof(text) - pos, "%d%s", label_dec(labels[i]), i > 1 ? "." : "");
+	} else {
+		if (n - 1 > 8)
+			return -1;
+		bool zz = false;
+		if (label_is(labels[n - 1], "zz"))
+			text[pos++] = ':'; /* "::" first */
+		for (size_t i = n - 1; i >= 1; i--) {
+			const uint8_t *l = labels[i];
+			if (i != n - 1)
+				text[pos++] = ':';
+			if (label_is(l, "zz")) {
+				if (zz)
+					return -1;
+				zz = true;
+				continue;
+			}
+			if (l[0] == 0 || l[0] > 4)
+				return -1;
+			for (unsigned k = 1; k <= l[0]; k++)
+				if (!((l[k] >= '0' && l[k] <= '9') || (l[k] >= 'a' && l[k] <= 'f')))
+					return -1;
+			memcpy(text + pos, l + 1, l[0]);
+			pos += l[0];
+		}
+		if (!zz && n - 1 != 8)
+			return -1;
+		if (label_is(labels[1], "zz"))
+			text[pos++] = ':'; /* "::" last */
+	}
+	snprintf(text + pos, sizeof(text) - pos, "/%d", len);
+	return prefix_parse(text, out) == 0 ? 0 : -1;
+}
+
+/*
+ * The kind of trigger the owner below the zone (rel, wire form) is, with a
+ * client-IP trigger's prefix in *cip; or -1 with *why (not supported, or
+ * malformed).
+ */
+static int trigger_kind(const uint8_t *rel, size_t len, struct prefix *cip, const char **why)
+{
+	/* the last label before the zone says the kind: rpz-client-ip, rpz-ip, rpz-nsdname, ... */
+	const uint8_t *labels[128];
+	size_t n = 0;
+	for (size_t p = 0; p < len && rel[p] != 0 && n < 128; p += 1u + rel[p])
+		labels[n++] = rel + p;
+	if (n == 0)
+		return rel[0] == 1 && rel[1] == '*' ? TK_WILD : TK_EXACT;
+	const uint8_t *last = labels[n - 1];
+	if (label_is(last, "rpz-client-ip")) {
+		if (client_prefix(labels, n - 1, cip) != 0) {
+			*why = "malformed client-IP trigger (LENGTH.address-reversed.rpz-client-ip): skipped";
+			return -1;
+		}
+		return TK_CLIENT_IP;
+	}
+	static const char *const kinds[] = { "rpz-ip", "rpz-nsdname", "rpz-nsip" };
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-		if (last[0] == strlen(kinds[k]) && memcmp(last + 1, kinds[k], last[0]) == 0)
-			return "trigger kind not supported (QNAME triggers only): skipped";
-	return NULL;
+		if (label_is(last, kinds[k])) {
+			*why = "trigger kind not supported (QNAME and client-IP triggers only): skipped";
+			return -1;
+		}
+	return rel[0] == 1 && rel[1] == '*' ? TK_WILD : TK_EXACT;
 }
 
 struct loadrep {
@@ -245,15 +343,17 @@ static int take(struct pzone *z, const ldns_rdf *origin, ldns_rr *rr, struct pit
 	memcpy(rel, ldns_rdf_data(owner), rlen - 1);
 	rel[rlen - 1] = 0;
 	wire_name_lower(rel, rlen, rel);
-	const char *why = trigger_problem(rel, rlen);
-	if (why != NULL) {
+	const char *why = NULL;
+	struct prefix cip;
+	int kind = trigger_kind(rel, rlen, &cip, &why);
+	if (kind < 0) {
 		report(rep, rr, why);
 		return 1;
 	}
 	int action = action_of(rr, rep);
 	if (action < 0)
 		return 1;
-	bool wild = rel[0] == 1 && rel[1] == '*';
+	bool wild = kind == TK_WILD;
 	const uint8_t *tn = wild ? rel + 2 : rel;
 	size_t tlen = wild ? rlen - 2 : rlen;
 	if (*n == *cap) {
@@ -266,7 +366,9 @@ static int take(struct pzone *z, const ldns_rdf *origin, ldns_rr *rr, struct pit
 	}
 	struct pitem *it = &(*items)[*n];
 	memset(it, 0, sizeof(*it));
-	it->wild = wild;
+	it->kind = (uint8_t)kind;
+	if (kind == TK_CLIENT_IP)
+		it->cip = cip;
 	it->action = (uint8_t)action;
 	it->type = (uint16_t)type;
 	it->seq = (uint32_t)*n;
@@ -293,8 +395,8 @@ static int take(struct pzone *z, const ldns_rdf *origin, ldns_rr *rr, struct pit
 
 static int name_order(const struct pzone *z, const struct pitem *x, const struct pitem *y)
 {
-	if (x->wild != y->wild)
-		return x->wild ? 1 : -1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
 	size_t m = x->name_len < y->name_len ? x->name_len : y->name_len;
 	int c = memcmp(z->arena + x->name_off, z->arena + y->name_off, m);
 	if (c != 0)
@@ -314,21 +416,25 @@ static int compile(struct pzone *z, struct pitem *items, size_t n, struct loadre
 {
 	if (n > 0) /* (qsort of NULL is undefined even for 0 items) */
 		qsort_r(items, n, sizeof(*items), sort_cmp, z);
-	size_t ne = 0, nw = 0;
+	size_t count[3] = { 0, 0, 0 };
 	for (size_t i = 0; i < n; i++)
-		if (i == 0 || items[i - 1].wild != items[i].wild || items[i - 1].name_len != items[i].name_len ||
+		if (i == 0 || items[i - 1].kind != items[i].kind || items[i - 1].name_len != items[i].name_len ||
 		    memcmp(z->arena + items[i - 1].name_off, z->arena + items[i].name_off, items[i].name_len) != 0)
-			*(items[i].wild ? &nw : &ne) += 1;
-	z->emask = table_size(ne) - 1;
-	z->wmask = table_size(nw) - 1;
+			count[items[i].kind]++;
+	z->emask = table_size(count[TK_EXACT]) - 1;
+	z->wmask = table_size(count[TK_WILD]) - 1;
 	z->exact = calloc(z->emask + 1, sizeof(*z->exact));
 	z->wild = calloc(z->wmask + 1, sizeof(*z->wild));
 	z->data = calloc(n ? n : 1, sizeof(*z->data));
 	if (z->exact == NULL || z->wild == NULL || z->data == NULL)
 		return -ENOMEM;
+	size_t ncip = 0;
+	if (count[TK_CLIENT_IP] > 0 && ((z->cip = calloc(count[TK_CLIENT_IP], sizeof(*z->cip))) == NULL ||
+	                                (z->cip_lpm = lpm_new()) == NULL))
+		return -ENOMEM;
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
-		while (j < n && items[j].wild == items[i].wild && items[j].name_len == items[i].name_len &&
+		while (j < n && items[j].kind == items[i].kind && items[j].name_len == items[i].name_len &&
 		       memcmp(z->arena + items[j].name_off, z->arena + items[i].name_off, items[i].name_len) == 0)
 			j++;
 		/* one trigger: its first record in the file sets the action; data may have many records */
@@ -336,14 +442,30 @@ static int compile(struct pzone *z, struct pitem *items, size_t n, struct loadre
 		for (size_t k = i; k < j; k++)
 			if (items[k].seq < items[first].seq)
 				first = k;
-		if (items[i].wild) {
+		if (items[i].kind == TK_WILD) {
 			int labels = wire_name_labels(z->arena + items[i].name_off, items[i].name_len);
 			if (labels >= 0 && labels < 128)
 				z->wild_depths[labels / 64] |= 1ull << (labels % 64);
 		}
-		struct prule *t = items[i].wild ? z->wild : z->exact;
-		size_t mask = items[i].wild ? z->wmask : z->emask;
-		struct prule *r = rule_slot(z, t, mask, z->arena + items[i].name_off, items[i].name_len);
+		struct prule *r;
+		if (items[i].kind == TK_CLIENT_IP) {
+			/* two spellings of one prefix (zz or the zeros): the first in the file wins */
+			uint32_t had;
+			int rc = lpm_insert(z->cip_lpm, &items[first].cip, (uint32_t)ncip, &had);
+			if (rc == -ENOMEM)
+				return -ENOMEM;
+			if (rc != 0) {
+				if (++rep->bad <= RPZ_REPORT_MAX)
+					log_warn("rpz %s: a client-IP prefix given twice (two spellings): one skipped", rep->zone);
+				i = j;
+				continue;
+			}
+			r = &z->cip[ncip++];
+		} else {
+			struct prule *t = items[i].kind == TK_WILD ? z->wild : z->exact;
+			size_t mask = items[i].kind == TK_WILD ? z->wmask : z->emask;
+			r = rule_slot(z, t, mask, z->arena + items[i].name_off, items[i].name_len);
+		}
 		*r = (struct prule){ .name_off = items[i].name_off, .name_len = items[i].name_len,
 			             .action = items[first].action, .used = true, .first = (uint32_t)z->ndata };
 		for (size_t k = i; k < j; k++) {
@@ -361,6 +483,8 @@ static int compile(struct pzone *z, struct pitem *items, size_t n, struct loadre
 		z->nrules++;
 		i = j;
 	}
+	if (z->cip_lpm != NULL && lpm_build(z->cip_lpm) != 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -627,42 +751,77 @@ static enum rpz_verdict respond(const struct pzone *z, const struct prule *r, co
 	return rewrite ? RPZ_CNAME : RPZ_ANSWER;
 }
 
-enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire_query *q, uint8_t **msg,
-                           size_t *len)
+static bool applies(const struct pentry *e, unsigned part)
 {
-	return rpz_check_name(r, part, q->qname_lc, q->qname_len, q, msg, len);
+	return e->all || (part < e->nparts && (e->mask[part / 8] & (1u << (part % 8))));
 }
 
-enum rpz_verdict rpz_check_name(const struct rpz *r, unsigned part, const uint8_t *name, size_t name_len,
-                                const struct wire_query *q, uint8_t **msg, size_t *len)
+/* Zone e's rule decides q (name: what matched, the query name or a CNAME target): counted, logged, applied. */
+static enum rpz_verdict apply(struct pentry *e, const struct prule *rule, unsigned part, const uint8_t *name,
+                              size_t name_len, const struct prefix *client, const struct wire_query *q,
+                              uint8_t **msg, size_t *len)
+{
+	atomic_fetch_add_explicit(&e->hits, 1, memory_order_relaxed);
+	if (part < e->nparts)
+		atomic_fetch_add_explicit(&e->part_hits[part], 1, memory_order_relaxed);
+	if (log_get_level() >= LOG_LEVEL_INFO) {
+		char text[512] = "?", qtext[512] = "?", ctext[PREFIX_STRLEN] = "";
+		wire_name_to_text(name, name_len, text, sizeof(text));
+		wire_name_to_text(q->qname_lc, q->qname_len, qtext, sizeof(qtext));
+		if (client != NULL)
+			prefix_format(client, ctext, sizeof(ctext));
+		log_info_limited("rpz %s: %s type %u%s%s%s%s (partition id %u): %s", e->name, text, q->qtype,
+		                 name == q->qname_lc ? "" : ", a CNAME target of ", name == q->qname_lc ? "" : qtext,
+		                 client != NULL ? ", client in " : "", ctext, part, pact_name[rule->action]);
+	}
+	switch (rule->action) {
+	case PA_PASSTHRU: return RPZ_PASS;
+	case PA_DROP: return RPZ_DROP;
+	default: return respond(e->z, rule, q, msg, len);
+	}
+}
+
+enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire_query *q, int family,
+                           const uint8_t *addr, bool name_clean, uint8_t **msg, size_t *len)
 {
 	if (r == NULL)
 		return RPZ_PASS;
 	for (size_t i = 0; i < r->n; i++) {
 		struct pentry *e = &r->e[i];
-		if (!e->all && (part >= e->nparts || !(e->mask[part / 8] & (1u << (part % 8)))))
+		if (e->z == NULL || !applies(e, part))
 			continue;
-		const struct prule *rule = zone_match(e->z, name, name_len);
-		if (rule == NULL)
-			continue;
-		atomic_fetch_add_explicit(&e->hits, 1, memory_order_relaxed);
-		if (part < e->nparts)
-			atomic_fetch_add_explicit(&e->part_hits[part], 1, memory_order_relaxed);
-		if (log_get_level() >= LOG_LEVEL_INFO) {
-			char text[512] = "?", qtext[512] = "?";
-			wire_name_to_text(name, name_len, text, sizeof(text));
-			wire_name_to_text(q->qname_lc, q->qname_len, qtext, sizeof(qtext));
-			log_info_limited("rpz %s: %s type %u%s%s (partition id %u): %s", e->name, text, q->qtype,
-			                 name == q->qname_lc ? "" : ", a CNAME target of ", name == q->qname_lc ? "" : qtext,
-			                 part, pact_name[rule->action]);
-		}
-		switch (rule->action) {
-		case PA_PASSTHRU: return RPZ_PASS;
-		case PA_DROP: return RPZ_DROP;
-		default: return respond(e->z, rule, q, msg, len);
-		}
+		/* within a zone a client-IP trigger goes before a QNAME one (as BIND orders them) */
+		struct prefix matched;
+		uint32_t k = e->z->cip_lpm != NULL ? lpm_lookup(e->z->cip_lpm, family, addr, &matched) : LPM_NONE;
+		if (k != LPM_NONE)
+			return apply(e, &e->z->cip[k], part, q->qname_lc, q->qname_len, &matched, q, msg, len);
+		const struct prule *rule = name_clean ? NULL : zone_match(e->z, q->qname_lc, q->qname_len);
+		if (rule != NULL)
+			return apply(e, rule, part, q->qname_lc, q->qname_len, NULL, q, msg, len);
 	}
 	return RPZ_PASS;
+}
+
+enum rpz_verdict rpz_check_name(const struct rpz *r, unsigned part, const uint8_t *name, size_t name_len,
+                                const struct wire_query *q, uint8_t **msg, size_t *len)
+{
+	for (size_t i = 0; r != NULL && i < r->n; i++) {
+		struct pentry *e = &r->e[i];
+		if (!applies(e, part))
+			continue;
+		const struct prule *rule = zone_match(e->z, name, name_len);
+		if (rule != NULL)
+			return apply(e, rule, part, name, name_len, NULL, q, msg, len);
+	}
+	return RPZ_PASS;
+}
+
+bool rpz_client_ip(const struct rpz *r)
+{
+	for (size_t i = 0; r != NULL && i < r->n; i++)
+		if (r->e[i].z != NULL && r->e[i].z->cip_lpm != NULL)
+			return true;
+	return false;
 }
 
 uint32_t rpz_generation(const struct rpz *r)

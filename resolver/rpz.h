@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* This file is private to resolver/. Response policy zones (rpz): QNAME triggers, for everyone or some partitions. */
+/* This file is private to resolver/. Response policy zones (rpz): QNAME and client-IP triggers, for everyone or some partitions. */
 #pragma once
 
 #include <stdbool.h>
@@ -35,13 +35,20 @@ enum rpz_verdict {
 };
 
 /**
- * The policy for a client of partition part asking q (its QNAME): the first
- * zone, in config order, that applies to the partition and has a trigger
- * for the name (exact, else the closest wildcard) decides. Counts the hit.
- * @param msg, len  RPZ_ANSWER: a malloc'd response (caller frees)
+ * The policy for a client of partition part, at family/addr, asking q: the
+ * first zone, in config order, that applies to the partition and has a
+ * client-IP trigger for the address (the longest prefix) or else a QNAME
+ * trigger for the name (exact, else the closest wildcard) decides. Counts
+ * the hit.
+ * @param name_clean  the name is known to match no QNAME trigger of r
+ *                    (rpz_clean): only client-IP triggers are looked up
+ * @param msg, len  RPZ_ANSWER, RPZ_CNAME: a malloc'd response (caller frees)
  */
-enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire_query *q, uint8_t **msg,
-                           size_t *len);
+enum rpz_verdict rpz_check(const struct rpz *r, unsigned part, const struct wire_query *q, int family,
+                           const uint8_t *addr, bool name_clean, uint8_t **msg, size_t *len);
+
+/** Has any zone of r client-IP triggers? (Then a query whose name is known clean still needs rpz_check.) */
+bool rpz_client_ip(const struct rpz *r);
 
 /**
  * rpz_check for another name of q's answer (a CNAME target, lower case):

@@ -664,7 +664,11 @@ static void take_notifies(struct rpz_xfr *x, time_t now)
 		time_t when = z->checked + XFR_NOTIFY_GAP_S > now ? z->checked + XFR_NOTIFY_GAP_S : now;
 		if (when < z->next) {
 			z->next = when;
-			log_info("rpz %s: NOTIFY from the primary: its serial is checked now", z->name);
+			if (when <= now)
+				log_info("rpz %s: NOTIFY from the primary: its serial is checked now", z->name);
+			else
+				log_info("rpz %s: NOTIFY from the primary: its serial is checked in %lld s", z->name,
+				         (long long)(when - now));
 		}
 	}
 	x->nnotify = 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Response policy zones from files: the actions (NXDOMAIN, NODATA,
-# PASSTHRU, DROP, local data, a CNAME rewrite to a walled garden), exact
-# and wildcard triggers, a zone for some partitions only, the order of
+# PASSTHRU, DROP, local data, a CNAME rewrite to a walled garden), exact,
+# wildcard and client-IP triggers, a zone for some partitions only, the order of
 # zones, RPZ after local data and before flagged domains, bad records
 # skipped and reported, hits counted, a broken file keeping the running
 # version on reload, an unknown partition refused.
@@ -29,7 +29,11 @@ ads.test                 CNAME garden.walled.test.
 rewrite.test             CNAME plain.customer.example.
 steer.test               CNAME video.customer.example.
 twice.test               CNAME ads.test.
+; client-IP triggers: a quarantined host to the walled garden, an IPv6 client blocked
+32.66.1.0.127.rpz-client-ip  CNAME garden.walled.test.
+128.1.zz.rpz-client-ip       CNAME .
 ; bad records: skipped and reported, the rest loads
+33.1.0.0.127.rpz-client-ip   CNAME .
 32.1.0.0.127.rpz-ip      CNAME .
 odd.customer.example     CNAME rpz-something.
 EOF
@@ -89,6 +93,24 @@ assert_match "a rewrite to a rewritten name: one hop followed, the second CNAME 
   'ads\.test\.[[:space:]]+300[[:space:]]+IN[[:space:]]+CNAME[[:space:]]+garden\.walled\.test\.' "$out"
 assert_not_contains "... not chased further" "192.0.2.88" "$out"
 assert_contains "PASSTHRU: resolved as usual" "203.0.113.11" "$(dig_a 127.0.1.10 plain.customer.example)"
+
+# client-IP triggers: before the zone's QNAME triggers, and for names whose
+# cache entry is remembered as matching no QNAME trigger
+for i in 1 2 3; do
+  assert_eq "a name no trigger matches (hit $i)" "$NET.3" "$(dig_a 127.0.1.10 ns.customer.example)"
+done
+out=$(pd_dig 127.0.1.66 ns.customer.example A +noall +answer)
+assert_match "a client-IP trigger: the quarantined host gets the walled garden for a cached name" \
+  '^ns\.customer\.example\.[[:space:]]+300[[:space:]]+IN[[:space:]]+CNAME[[:space:]]+garden\.walled\.test\.' "$out"
+assert_match "... and its address (the rewrite followed)" \
+  'garden\.walled\.test\.[[:space:]]+[0-9]+[[:space:]]+IN[[:space:]]+A[[:space:]]+192\.0\.2\.88' "$out"
+assert_contains "... before the zone's QNAME trigger for the name (NXDOMAIN)" "192.0.2.88" \
+  "$(pd_dig 127.0.1.66 www.customer.example A +short)"
+assert_eq "... not for its neighbour" "$NET.3" "$(dig_a 127.0.1.67 ns.customer.example)"
+assert_eq "an IPv6 client-IP trigger (::1, 128.1.zz)" "NXDOMAIN" "$(dig_rcode ::1 ns.customer.example)"
+assert_match "a malformed client-IP trigger reported with zone and owner" \
+  'rpz rpz\.example\.: record at 33\.1\.0\.0\.127\.rpz-client-ip\.rpz\.example\. skipped: malformed' \
+  "$(cat "$IT_TMP/partdns.log")"
 assert_eq "DROP: no reply" "NO-RESPONSE" "$(dig_rcode 127.0.1.10 big.customer.example TXT)"
 
 # per partition, in order; local data first; flagged domains after
@@ -111,7 +133,7 @@ assert_match "an unknown action reported" \
 stats=$("$PARTDNSCTL_BIN" -c "$PD_CONF" stats)
 assert_match "hits per zone" '^rpz\.rpz\.example\.\.hits [1-9]' "$stats"
 assert_match "hits per zone and partition" '^rpz\.city\.rpz\.\.partition\.suzhou [1-9]' "$stats"
-assert_match "rules per zone: 12 of 14 records are triggers" '^rpz\.rpz\.example\.\.rules 12$' "$stats"
+assert_match "rules per zone: 14 of 18 records are triggers" '^rpz\.rpz\.example\.\.rules 14$' "$stats"
 
 # a reload with a broken file keeps the running version; a fixed one is read
 printf 'www.customer.example CNAME rpz-passthru.\nbad.customer.example A not-an-address\n' > "$IT_TMP/policy.zone.new"

@@ -20,3 +20,4 @@ partdns_unit_test(test_edns_budget ${CMAKE_CURRENT_LIST_DIR}/test_edns_budget.c 
 partdns_unit_test(test_val ${CMAKE_CURRENT_LIST_DIR}/test_val.c partdns_resolver PkgConfig::LDNS)
 partdns_fuzz_target(val ${CMAKE_CURRENT_LIST_DIR}/fuzz_val.c ${CMAKE_CURRENT_LIST_DIR}/corpus/val partdns_resolver)
 partdns_fuzz_target(rpz ${CMAKE_CURRENT_LIST_DIR}/fuzz_rpz.c ${CMAKE_CURRENT_LIST_DIR}/corpus/rpz partdns_resolver)
+partdns_unit_test(test_rpz ${CMAKE_CURRENT_LIST_DIR}/test_rpz.c partdns_resolver)
