@@ -80,6 +80,7 @@ struct pentry {
 struct rpz {
 	atomic_int refs;
 	uint32_t gen;              /* rpz_generation */
+	bool client_ip;            /* some zone has client-IP triggers (rpz_client_ip) */
 	size_t n;
 	struct pentry *e;
 };
@@ -671,6 +672,7 @@ struct rpz *rpz_build(const struct conf *c, const struct rpz *prev, bool *oom)
 		e->z = pzone_load(cr->zone, cr->file, prev_zone(prev, cr->zone), oom);
 		if (*oom)
 			goto oom;
+		r->client_ip |= e->z != NULL && e->z->cip_lpm != NULL;
 		e->nparts = nparts;
 		e->part_hits = calloc(nparts, sizeof(*e->part_hits));
 		if (e->part_hits == NULL)
@@ -818,10 +820,7 @@ enum rpz_verdict rpz_check_name(const struct rpz *r, unsigned part, const uint8_
 
 bool rpz_client_ip(const struct rpz *r)
 {
-	for (size_t i = 0; r != NULL && i < r->n; i++)
-		if (r->e[i].z != NULL && r->e[i].z->cip_lpm != NULL)
-			return true;
-	return false;
+	return r != NULL && r->client_ip;
 }
 
 uint32_t rpz_generation(const struct rpz *r)

@@ -316,9 +316,8 @@ int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q)
 	q->flags = rd16(pkt + 2);
 	if (q->flags & WIRE_FLAG_QR)
 		return WIRE_E_DROP;
-	unsigned opcode = (q->flags & WIRE_FLAG_OPCODE) >> 11;
-	if (opcode != 0 && opcode != 4)
-		return WIRE_E_NOTIMP;
+	if ((q->flags & WIRE_FLAG_OPCODE) != 0 && (q->flags & WIRE_FLAG_OPCODE) != 4u << 11)
+		return WIRE_E_NOTIMP; /* not QUERY nor NOTIFY */
 	if (rd16(pkt + 4) != 1)
 		return WIRE_E_FORMERR;
 	unsigned skip = (unsigned)rd16(pkt + 6) + rd16(pkt + 8);
@@ -366,7 +365,9 @@ int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q)
 		q->has_ecs = true;
 		q->ecs = ecs;
 	}
-	return result == 0 && opcode == 4 ? WIRE_NOTIFY : result;
+	if (__builtin_expect((q->flags & WIRE_FLAG_OPCODE) != 0, 0) && result == 0)
+		return WIRE_NOTIFY; /* the only other opcode let through */
+	return result;
 }
 
 size_t wire_udp_limit(const struct wire_query *q, size_t max_udp)
