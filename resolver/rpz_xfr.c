@@ -38,6 +38,7 @@
 
 #include "conf/conf.h"
 #include "partition/prefix.h"
+#include "resolver/classify.h"
 #include "resolver/log.h"
 #include "resolver/rpz.h"
 #include "resolver/rpz_ixfr.h"
@@ -724,13 +725,11 @@ static bool notify_allowed(const struct conf_rpz *r, int family, const uint8_t *
 	for (size_t i = 0; i < r->nallow_notify; i++)
 		if (prefix_contains(&r->allow_notify[i], &who))
 			return true;
-	const struct sockaddr_storage *ss = &r->primary.ss;
-	if (ss->ss_family == AF_INET)
-		prefix_from_addr(&primary, AF_INET, (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr);
-	else if (ss->ss_family == AF_INET6)
-		prefix_from_addr(&primary, AF_INET6, ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr);
-	else
+	int pfamily;
+	const uint8_t *paddr;
+	if (!classify_addr(&r->primary.ss, &pfamily, &paddr))
 		return false;
+	prefix_from_addr(&primary, pfamily, paddr);
 	return prefix_equal(&primary, &who);
 }
 

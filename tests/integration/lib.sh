@@ -340,6 +340,20 @@ it_poll() {
   return 1
 }
 
+# knot_conf_head DIR ADDR [SERVER-LINE...]: the start every test knotd's
+# config shares: one worker of each kind listening on ADDR@53, its state,
+# control socket and log (info) under DIR; each SERVER-LINE is added to
+# the server section.
+knot_conf_head() {
+  local dir=$1 addr=$2 line
+  shift 2
+  printf 'server:\n  rundir: %s\n  listen: %s@53\n  udp-workers: 1\n  tcp-workers: 1\n  background-workers: 1\n' \
+    "$dir" "$addr"
+  for line in "$@"; do printf '  %s\n' "$line"; done
+  printf 'database:\n  storage: %s/db\ncontrol:\n  listen: %s/knot.sock\nlog:\n  - target: %s/knotd.log\n    any: info\n' \
+    "$dir" "$dir" "$dir"
+}
+
 # it_rpz_primary DIR SECRET [NOTIFY-TARGET]: knotd on $NET.7 as the primary
 # of rpz.primary. (the zone file DIR/rpz.primary.zone, written by the
 # caller), transfers only with the TSIG key xfr. (hmac-sha256, SECRET); an
@@ -350,20 +364,8 @@ it_rpz_primary() {
   local dir=$1 secret=$2 notify=${3:-}
   mkdir -p "$dir/db"
   {
+    knot_conf_head "$dir" "$NET.7"
     cat <<EOF2
-server:
-  rundir: $dir
-  listen: $NET.7@53
-  udp-workers: 1
-  tcp-workers: 1
-  background-workers: 1
-database:
-  storage: $dir/db
-control:
-  listen: $dir/knot.sock
-log:
-  - target: $dir/knotd.log
-    any: info
 key:
   - id: xfr.
     algorithm: hmac-sha256
@@ -418,25 +420,7 @@ knot_write_conf() {
     it_subst "$IT_LIB_DIR/zones/$file.zone.in" "$dir/$file.zone"
   done
   {
-    cat <<EOF2
-server:
-  rundir: $dir
-  listen: $addr@53
-  udp-workers: 1
-  tcp-workers: 1
-  background-workers: 1
-  identity: ""
-  version: ""
-  nsid: ""
-  edns-client-subnet: $ecs
-database:
-  storage: $dir/db
-control:
-  listen: $dir/knot.sock
-log:
-  - target: $dir/knotd.log
-    any: info
-EOF2
+    knot_conf_head "$dir" "$addr" 'identity: ""' 'version: ""' 'nsid: ""' "edns-client-subnet: $ecs"
     if [ -n "${KNOT_SIGN_ZONES:-}" ]; then
       # the zones in KNOT_SIGN_ZONES (IT_SIGN_CHAIN=1): signed online with one
       # CSK each that harness_sign_chain makes before knotd starts (manual: on,
