@@ -190,12 +190,15 @@ static int client_prefix(const uint8_t *const *labels, size_t n, struct prefix *
 	int len = n >= 2 ? label_dec(labels[0]) : -1;
 	if (len < 0)
 		return -1;
+	int octet[4];
 	bool v4 = n == 5;
-	for (size_t i = 1; v4 && i < n; i++)
-		v4 = label_dec(labels[i]) >= 0 && label_dec(labels[i]) <= 255;
+	for (size_t i = 1; v4 && i < n; i++) {
+		octet[i - 1] = label_dec(labels[i]);
+		v4 = octet[i - 1] >= 0 && octet[i - 1] <= 255;
+	}
 	if (v4) {
-		for (size_t i = n - 1; i >= 1; i--)
-			pos += (size_t)snprintf(text + pos, sizeof(text) - pos, "%d%s", label_dec(labels[i]), i > 1 ? "." : "");
+		snprintf(text, sizeof(text), "%d.%d.%d.%d", octet[3], octet[2], octet[1], octet[0]);
+		pos = strlen(text);
 	} else {
 		if (n - 1 > 8)
 			return -1;
@@ -241,10 +244,8 @@ static int trigger_kind(const uint8_t *rel, size_t len, struct prefix *cip, cons
 	size_t n = 0;
 	for (size_t p = 0; p < len && rel[p] != 0 && n < 128; p += 1u + rel[p])
 		labels[n++] = rel + p;
-	if (n == 0)
-		return rel[0] == 1 && rel[1] == '*' ? TK_WILD : TK_EXACT;
-	const uint8_t *last = labels[n - 1];
-	if (label_is(last, "rpz-client-ip")) {
+	const uint8_t *last = n > 0 ? labels[n - 1] : NULL;
+	if (last != NULL && label_is(last, "rpz-client-ip")) {
 		if (client_prefix(labels, n - 1, cip) != 0) {
 			*why = "malformed client-IP trigger (LENGTH.address-reversed.rpz-client-ip): skipped";
 			return -1;
@@ -253,7 +254,7 @@ static int trigger_kind(const uint8_t *rel, size_t len, struct prefix *cip, cons
 	}
 	static const char *const kinds[] = { "rpz-ip", "rpz-nsdname", "rpz-nsip" };
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-		if (label_is(last, kinds[k])) {
+		if (last != NULL && label_is(last, kinds[k])) {
 			*why = "trigger kind not supported (QNAME and client-IP triggers only): skipped";
 			return -1;
 		}
@@ -450,7 +451,7 @@ static int compile(struct pzone *z, struct pitem *items, size_t n, struct loadre
 		}
 		struct prule *r;
 		if (items[i].kind == TK_CLIENT_IP) {
-			/* two spellings of one prefix (zz or the zeros): the first in the file wins */
+			/* two spellings of one prefix (zz or the zeros): the one that sorts first is kept */
 			uint32_t had;
 			int rc = lpm_insert(z->cip_lpm, &items[first].cip, (uint32_t)ncip, &had);
 			if (rc == -ENOMEM)
