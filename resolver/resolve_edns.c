@@ -172,7 +172,9 @@ struct eres {
 	unsigned rule_slot;          /* the job's slot in rule_inflight */
 	uint64_t disc_start_ns;      /* when this resolution began finding a cut itself */
 	uint8_t bound[WIRE_MAX_NAME]; /* the highest zone the cut of this hop may be taken from */
-	size_t bound_len;             /* a response did not match the query (ID, question, ECS) */
+	size_t bound_len;
+	bool bound_is_rule;           /* bound is a --subtree rule's name (not the hop name's parent) */
+	bool ns_probe;                /* E_NS: asking the bound's NS first, the SOA walk if it has none */
 	enum est st;
 	uint8_t zname[WIRE_MAX_NAME]; /* name whose SOA is asked */
 	size_t zname_len;
@@ -503,7 +505,8 @@ static void set_bound(struct eres *r)
 {
 	uint8_t rule[WIRE_MAX_NAME];
 	int n = r->job->rule.subtree ? wire_name_from_text(r->job->rule.name, rule, sizeof(rule)) : -1;
-	if (n > 0 && wire_name_in_zone(r->name, r->name_len, rule, (size_t)n)) {
+	r->bound_is_rule = n > 0 && wire_name_in_zone(r->name, r->name_len, rule, (size_t)n);
+	if (r->bound_is_rule) {
 		wire_name_lower(rule, (size_t)n, r->bound);
 		r->bound_len = (size_t)n;
 		return;
@@ -631,6 +634,16 @@ static void ub_lookup(struct eres *r, const uint8_t *name, size_t len, uint16_t 
 		r->ub_busy = true;
 }
 
+/* Find the cut by the SOA of the hop name, then of each parent (the answer's SOA names the zone). */
+static void soa_walk(struct eres *r)
+{
+	r->st = E_SOA;
+	r->ns_probe = false;
+	memcpy(r->zname, r->name, r->name_len);
+	r->zname_len = r->name_len;
+	ub_lookup(r, r->zname, r->zname_len, WIRE_TYPE_SOA);
+}
+
 static void on_soa(struct eres *r, const uint8_t *msg, size_t len)
 {
 	switch (edns_iter_soa(msg, len, r->name, r->name_len, r->zname, r->zname_len, r->zone, &r->zone_len)) {
@@ -675,9 +688,14 @@ static void next_nsaddr(struct eres *r)
 static void on_ns(struct eres *r, const uint8_t *msg, size_t len)
 {
 	if (edns_servers_take_ns(&r->sv, msg, len, WIRE_SECTION_ANSWER, r->zone, r->zone_len) == 0) {
+		if (r->ns_probe) { /* the flagged subtree is not a zone of its own: find the one holding it */
+			soa_walk(r);
+			return;
+		}
 		eres_fail(r, &EDE_NO_ZONE, "zone has no NS records");
 		return;
 	}
+	r->ns_probe = false;
 	r->sv.naddr = 0;
 	edns_servers_take_addrs(&r->sv, msg, len, WIRE_SECTION_ADDITIONAL, false, NULL, 0);
 	if (keep_sendable(r) > 0) {
@@ -730,6 +748,10 @@ static void ub_done(void *arg, int err, struct ub_result *res)
 			ub_resolve_free(res);
 		if (r->st == E_ADDR) {
 			next_nsaddr(r);
+			return;
+		}
+		if (r->ns_probe) {
+			soa_walk(r);
 			return;
 		}
 		eres_fail(r, &EDE_NO_ZONE, err ? ub_strerror(err) : "zone-cut lookup failed");
@@ -1262,11 +1284,20 @@ static void eres_start_hop(struct eres *r)
 		return;
 	}
 	r->sv.naddr = 0;
-	r->st = E_SOA;
 	r->disc_start_ns = clock_ns();
-	memcpy(r->zname, r->name, r->name_len);
-	r->zname_len = r->name_len;
-	ub_lookup(r, r->zname, r->zname_len, WIRE_TYPE_SOA);
+	if (r->bound_is_rule) {
+		/* A --subtree rule's name is most often its zone's apex (a CDN's
+		 * GSLB zone): its NS is the cut, one query to the zone's servers.
+		 * (The SOA walk from the hop name costs a qname-minimisation step,
+		 * the SOA, then the NS.) A deeper cut is met as a referral. */
+		r->st = E_NS;
+		r->ns_probe = true;
+		memcpy(r->zone, r->bound, r->bound_len);
+		r->zone_len = r->bound_len;
+		ub_lookup(r, r->zone, r->zone_len, WIRE_TYPE_NS);
+		return;
+	}
+	soa_walk(r);
 }
 
 static void start_job(struct ethread *t, struct job *job)
