@@ -19,6 +19,7 @@
 #include "control/server.h"
 #include "partition/partition.h"
 #include "resolver/cache.h"
+#include "resolver/chainhint.h"
 #include "resolver/clock.h"
 #include "resolver/dnstap.h"
 #include "resolver/inflight.h"
@@ -51,6 +52,7 @@ struct daemon {
 	pthread_mutex_t reload_lock; /* one reload at a time (SIGHUP, control, store poll) */
 	struct store *store;
 	struct cache *cache;
+	struct chainhint *hints; /* chain hints for the workers (query.c) */
 	struct inflight *inflight;
 	struct resolve_normal *normal;
 	struct resolve_edns *edns;
@@ -725,6 +727,9 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		goto fail;
 	}
 	cache_set_stale(d->cache, c->cache.serve_stale ? INFLIGHT_STALE_MAX : 0);
+	/* a word per 4 KiB of cache: more than one per entry that can chain */
+	if ((d->hints = chainhint_new(c->cache.max_bytes / 4096)) == NULL)
+		goto fail;
 	d->inflight = inflight_new(d->cache, &d->snapshots);
 	d->normal = resolve_normal_new(c, d->stop_fd);
 	d->edns = resolve_edns_new(c, d->stop_fd);
@@ -745,7 +750,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	/* before the workers: their listeners take NOTIFYs for it */
 	if ((d->rpz_xfr = rpz_xfr_new(&d->snapshots)) == NULL)
 		goto fail;
-	struct worker_env env = { .snapshots = &d->snapshots, .cache = d->cache, .inflight = d->inflight,
+	struct worker_env env = { .snapshots = &d->snapshots, .cache = d->cache, .hints = d->hints, .inflight = d->inflight,
 	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd, .dnstap = d->dnstap,
 	                          .rpz_xfr = d->rpz_xfr };
 	for (unsigned i = 0; i < d->nworkers; i++) {
@@ -831,6 +836,7 @@ void daemon_free(struct daemon *d)
 	dnstap_free(d->dnstap); /* after every thread that logs */
 	inflight_free(d->inflight);
 	cache_free(d->cache);
+	chainhint_free(d->hints);
 	snapshot_slot_deinit(&d->snapshots);
 	snapshot_conf_release(d->boot);
 	conf_free(d->next);

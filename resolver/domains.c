@@ -482,10 +482,10 @@ int domains_load(struct store *s, struct domains **out, uint64_t *version)
 
 /* ---- matching ---- */
 
-static inline __attribute__((always_inline)) const uint8_t *find(const struct domains *d, const uint8_t *name,
-                                                                 size_t len)
+static inline __attribute__((always_inline)) const uint8_t *find_hashed(const struct domains *d,
+                                                                        const uint8_t *name, size_t len,
+                                                                        uint64_t h)
 {
-	uint64_t h = hash_bytes(&d->key, name, len);
 	uint32_t fp = (uint32_t)(h >> 32);
 	size_t s = h & d->mask;
 	for (;;) {
@@ -499,6 +499,12 @@ static inline __attribute__((always_inline)) const uint8_t *find(const struct do
 		}
 		s = (s + 1) & d->mask;
 	}
+}
+
+static inline __attribute__((always_inline)) const uint8_t *find(const struct domains *d, const uint8_t *name,
+                                                                 size_t len)
+{
+	return find_hashed(d, name, len, hash_bytes(&d->key, name, len));
 }
 
 /* The record as the store's struct, in this thread's buffer. */
@@ -522,11 +528,15 @@ static inline __attribute__((always_inline)) const struct store_domain *rule_out
 	return out;
 }
 
-const struct store_domain *domains_match(const struct domains *d, const uint8_t *qname, size_t len)
+static inline __attribute__((always_inline)) const struct store_domain *
+match(const struct domains *d, const uint8_t *qname, size_t len, uint64_t *hash)
 {
+	*hash = 0;
 	if (d == NULL || d->count == 0 || len == 0 || len > WIRE_MAX_NAME)
 		return NULL;
-	const uint8_t *rec = find(d, qname, len);
+	uint64_t h = hash_bytes(&d->key, qname, len);
+	*hash = h | 1;
+	const uint8_t *rec = find_hashed(d, qname, len, h);
 	if (rec != NULL)
 		return rule_out(d, rec);
 	if (d->nsubtree == 0 || len <= d->sub_min)
@@ -547,6 +557,18 @@ const struct store_domain *domains_match(const struct domains *d, const uint8_t 
 			return rule_out(d, rec);
 	}
 	return NULL;
+}
+
+const struct store_domain *domains_match(const struct domains *d, const uint8_t *qname, size_t len)
+{
+	uint64_t h;
+	return match(d, qname, len, &h);
+}
+
+const struct store_domain *domains_match_hashed(const struct domains *d, const uint8_t *qname, size_t len,
+                                                uint64_t *hash)
+{
+	return match(d, qname, len, hash);
 }
 
 size_t domains_count(const struct domains *d)

@@ -35,5 +35,13 @@ void domains_free(struct domains *d);
  */
 const struct store_domain *domains_match(const struct domains *d, const uint8_t *qname, size_t len);
 
+/**
+ * domains_match, which also gives the name's hash under this set's key
+ * (drawn anew for every set; never 0), or 0 when the set is empty: the
+ * key of chain hints (chainhint.h), so the hit path hashes the name once.
+ */
+const struct store_domain *domains_match_hashed(const struct domains *d, const uint8_t *qname, size_t len,
+                                                uint64_t *hash);
+
 /** Number of domains in the set. */
 size_t domains_count(const struct domains *d);

@@ -8,6 +8,7 @@
 
 #include "mapping/mapping.h"
 #include "partition/partition.h"
+#include "resolver/chainhint.h"
 #include "resolver/classify.h"
 #include "resolver/clock.h"
 #include "resolver/local.h"
@@ -311,7 +312,8 @@ struct hit_ctx {
 	bool chain;             /* out: the chain enters an EDNS domain; see target/prefix */
 	uint32_t policy;        /* the rpz generation (0: no policy) an entry marked with... */
 	bool policy_checked;    /* out: ...was found clean by: no policy check needed */
-	uint32_t expiry;        /* out: the entry's, for cache_mark */
+	bool chain_only;        /* take a chain out (partitioned), write nothing */
+	uint32_t expiry;        /* out: the entry's (cache_mark, chain hints) */
 	uint8_t target[WIRE_MAX_NAME];
 	size_t target_len;
 	uint8_t *prefix;        /* out: malloc'd copy */
@@ -328,10 +330,11 @@ static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hi
 	struct route_value v;
 	if (route_value_parse(val, vlen, &v) != 0)
 		return -EINVAL;
-	if (h->policy != 0) {
+	if (h->chain_only && !v.chain)
+		return 0;
+	h->expiry = hit->expiry;
+	if (h->policy != 0)
 		h->policy_checked = hit->mark == h->policy;
-		h->expiry = hit->expiry;
-	}
 	if (v.failure) { /* a remembered failure (RFC 9520) */
 		h->len = wire_write_error(h->q, v.rcode, h->echo, &v.ede, h->out, h->cap);
 		return 0;
@@ -539,6 +542,8 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
 	struct hit_ctx h = { .q = q, .echo = rt->echo ? &rt->echo_ecs : NULL, .out = out, .cap = limit,
 	                     .now = clock_sec(), .policy = rpz_generation(x->snap->rpz) };
 	if (cache_lookup(x->cache, rt->key, rt->klen, h.now, hit_write, &h) >= 0 && h.len > 0) {
+		if (!h.stale) /* the next hit of this name from a city goes to the city's entry at once */
+			chainhint_set(x->hints, rt->qhash, h.expiry);
 		if (h.refresh) /* the city's entry, refreshed from the target like the miss that made it */
 			prefetch(x, q, rt, target, target_len, prefix, prefix_len);
 		else
@@ -546,6 +551,30 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
 		return write_hit(x, rt, &h);
 	}
 	return start_miss(x, cl, q, rt, target, target_len, prefix, prefix_len, out, limit);
+}
+
+/*
+ * A city's entry found through a chain hint is due for a refresh: the
+ * common entry says where the chain enters the flagged domain (target and
+ * prefix), and the refresh starts there, as continue_chain's would. The
+ * common entry's own refresh, when this lookup claims it, is started too.
+ */
+static void hinted_refresh(struct query_ctx *x, const struct wire_query *q, struct route *rt, uint32_t now)
+{
+	struct hit_ctx h = { .q = q, .now = now, .partitioned = true, .chain_only = true };
+	struct route common = *rt;
+	common.rule = NULL;
+	route_key_set_partition(common.key, PARTITION_COMMON);
+	if (cache_lookup(x->cache, common.key, common.klen, now, hit_write, &h) < 0)
+		return;
+	if (h.refresh)
+		prefetch(x, q, &common, NULL, 0, NULL, 0);
+	rt->rule = h.chain ? domains_match(x->snap->domains, h.target, h.target_len) : NULL;
+	if (rt->rule == NULL) { /* no chain any more, or its target unflagged: the next miss tells */
+		free(h.prefix);
+		return;
+	}
+	prefetch(x, q, rt, h.target, h.target_len, h.prefix, h.prefix_len);
 }
 
 /*
@@ -669,6 +698,18 @@ static inline __attribute__((always_inline)) int decide(struct query_ctx *x, con
 	if (who->echo)
 		rt.echo_ecs = who->echo_ecs;
 	route_decide(&rt, c, x->snap->domains, q, who->family);
+	uint32_t now = clock_sec();
+
+	/* a normal name known to CNAME into a flagged domain (continue_chain
+	 * left a hint): the city's own entry at once, one lookup; a stale
+	 * hint falls back to the common entry below */
+	bool hinted = rt.rule == NULL && chainhint_get(x->hints, rt.qhash, now) &&
+	              mapping_has_ecs(c->partitions.mapping, rt.part);
+	if (hinted) {
+		route_key_set_partition(rt.key, rt.part);
+		if (rt.echo)
+			rt.echo_ecs.scope = rt.echo_ecs.source;
+	}
 
 	/* cache */
 	struct hit_ctx h; /* set field by field: an initializer would zero the target buffer on every query */
@@ -676,7 +717,7 @@ static inline __attribute__((always_inline)) int decide(struct query_ctx *x, con
 	h.echo = rt.echo ? &rt.echo_ecs : NULL;
 	h.out = out;
 	h.cap = limit;
-	h.now = clock_sec();
+	h.now = now;
 	h.len = 0;
 	h.partitioned = rt.part != PARTITION_COMMON && rt.rule == NULL;
 	h.refresh = false;
@@ -684,10 +725,23 @@ static inline __attribute__((always_inline)) int decide(struct query_ctx *x, con
 	h.chain = false;
 	h.policy = x->snap->rpz != NULL ? rpz_generation(x->snap->rpz) : 0;
 	h.policy_checked = false;
+	h.chain_only = false;
 	h.target_len = 0;
 	h.prefix = NULL;
 	h.prefix_len = 0;
 	int found = cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
+	if (hinted && (found < 0 || h.len <= 0)) {
+		/* the city's entry is gone (or the hint was another name's): the common entry */
+		hinted = false;
+		route_key_set_partition(rt.key, PARTITION_COMMON);
+		if (rt.echo)
+			rt.echo_ecs.scope = 0;
+		h.len = 0;
+		h.refresh = false;
+		h.stale = false;
+		h.policy_checked = false;
+		found = cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
+	}
 
 	/* response policy for the name, before anything found is used; not
 	 * when the entry found was checked under this policy already (but
@@ -709,7 +763,9 @@ static inline __attribute__((always_inline)) int decide(struct query_ctx *x, con
 			h.partitioned = false;
 			cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
 		}
-		if (h.refresh)
+		if (h.refresh && hinted)
+			hinted_refresh(x, q, &rt, now);
+		else if (h.refresh)
 			prefetch(x, q, &rt, NULL, 0, NULL, 0);
 		if (h.chain) {
 			if (rt.echo)

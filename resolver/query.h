@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "resolver/cache.h"
+#include "resolver/chainhint.h"
 #include "resolver/counters.h"
 #include "resolver/dnstap.h"
 #include "resolver/inflight.h"
@@ -22,6 +23,7 @@
 struct query_ctx {
 	struct snapshot *snap;          /* current for this thread; the owner refreshes it */
 	struct cache *cache;
+	struct chainhint *hints;        /* names known to CNAME into a flagged domain; NULL: none kept */
 	struct inflight *inflight;
 	struct mq *replies;             /* where this thread's waiters are queued when their job ends */
 	/* hands a new job to its pool; the pool (or this callback) ends it */

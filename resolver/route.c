@@ -47,9 +47,10 @@ void route_decide(struct route *rt, const struct conf *c, const struct domains *
 {
 	rt->rule = NULL;
 	rt->family = family;
+	rt->qhash = 0;
 	/* EDNS domains of a real partition with a mapped identity go per partition */
 	if (rt->part != PARTITION_COMMON) {
-		rt->rule = domains_match(d, q->qname_lc, q->qname_len);
+		rt->rule = domains_match_hashed(d, q->qname_lc, q->qname_len, &rt->qhash);
 		if (rt->rule && !mapping_has_ecs(c->partitions.mapping, rt->part))
 			rt->rule = NULL;
 	}

@@ -24,6 +24,7 @@ struct route {
 	const struct store_domain *rule; /* EDNS domain rule, NULL = normal */
 	bool echo;                       /* echo the client's ECS (trusted frontend) */
 	struct ecs echo_ecs;
+	uint64_t qhash;                  /* the name's hash under the domain set's key (chain hints); 0: none */
 	uint8_t key[ROUTE_KEY_MAX];
 	size_t klen;
 };

@@ -121,7 +121,7 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 		if (ep_add(w, &w->udp[i], EPOLLIN) != 0 || ep_add(w, &w->tcp[i], EPOLLIN) != 0)
 			goto fail;
 	}
-	w->qx = (struct query_ctx){ .cache = env->cache, .inflight = env->inflight, .replies = &w->replies,
+	w->qx = (struct query_ctx){ .cache = env->cache, .hints = env->hints, .inflight = env->inflight, .replies = &w->replies,
 	                            .dispatch = dispatch, .dispatch_arg = w, .ctr = &w->ctr, .pctr = w->pctr,
 	                            .resp_time = &w->resp_time, .xfr = env->rpz_xfr };
 	w->qx.rl = ratelimit_new(c->server.client_qps, c->server.client_prefix4, c->server.client_prefix6);

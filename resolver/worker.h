@@ -3,6 +3,7 @@
 #pragma once
 
 #include "resolver/cache.h"
+#include "resolver/chainhint.h"
 #include "resolver/counters.h"
 #include "resolver/dnstap.h"
 #include "resolver/inflight.h"
@@ -16,6 +17,7 @@ struct worker;
 struct worker_env {
 	struct snapshot_slot *snapshots;
 	struct cache *cache;
+	struct chainhint *hints;
 	struct inflight *inflight;
 	struct resolve_normal *normal;
 	struct resolve_edns *edns;

@@ -357,10 +357,13 @@ static void test_flagged_name_per_partition(void **state)
 	assert_int_equal(counter_get(&e->pctr[1].edns), 1);
 }
 
-static void test_normal_chain_into_flagged_zone(void **state)
+/*
+ * www.customer.example asked from nanjing: its normal answer CNAMEs into the
+ * flagged video.cdn.test, and nanjing's client continues through the EDNS
+ * pool from the target: job 1.
+ */
+static void chain_from_nanjing(struct env *e)
 {
-	struct env *e = *state;
-	/* a normal name asked from nanjing; its answer CNAMEs into a flagged name */
 	assert_int_equal(ask(e, "127.0.1.5", "www.customer.example.", WIRE_TYPE_A), -1);
 	assert_int_equal(e->njobs, 1);
 	assert_false(e->jobs[0]->edns);
@@ -368,10 +371,15 @@ static void test_normal_chain_into_flagged_zone(void **state)
 	                                      "video.cdn.test. 60 IN A 192.0.2.1", NULL });
 	struct waiter *w[2];
 	assert_int_equal(take_replies(e, w, 2), 1);
-	/* the partitioned client continues through the EDNS pool from the target */
 	assert_int_equal(query_answer(&e->x, w[0], e->out, sizeof(e->out)), -1);
 	inflight_waiter_free(e->inflight, w[0]);
 	assert_int_equal(e->njobs, 2);
+}
+
+static void test_normal_chain_into_flagged_zone(void **state)
+{
+	struct env *e = *state;
+	chain_from_nanjing(e);
 	const struct job *j = e->jobs[1];
 	assert_true(j->edns);
 	assert_int_equal(j->partition, 1);
@@ -385,6 +393,90 @@ static void test_normal_chain_into_flagged_zone(void **state)
 	assert_true(n > 12);
 	assert_int_equal((e->out[6] << 8) | e->out[7], 2);
 	assert_int_equal(e->njobs, 2);
+}
+
+static bool is_common_key(const uint8_t *key, size_t klen, void *arg)
+{
+	(void)arg;
+	return klen >= ROUTE_KEY_HDR && route_key_partition(key) == PARTITION_COMMON;
+}
+
+/* Count the answer records of the reply in e->out. */
+static int ancount(const struct env *e)
+{
+	return (e->out[6] << 8) | e->out[7];
+}
+
+static void test_chain_hint(void **state)
+{
+	struct env *e = *state;
+	e->x.hints = chainhint_new(0);
+	assert_non_null(e->x.hints);
+	/* nanjing's first query: the common chain, then nanjing's own entry of it */
+	chain_from_nanjing(e);
+	struct waiter *w[2];
+	complete(e, 1, (const char *const[]){ "www.customer.example. 300 IN CNAME video.cdn.test.",
+	                                      "video.cdn.test. 60 IN A 203.0.113.1", NULL });
+	assert_int_equal(take_replies(e, w, 2), 1);
+	assert_true(query_answer(&e->x, w[0], e->out, sizeof(e->out)) > 12);
+	inflight_waiter_free(e->inflight, w[0]);
+	/* a hit through the common entry leaves the hint */
+	assert_true(ask(e, "127.0.1.6", "www.customer.example.", WIRE_TYPE_A) > 12);
+	assert_int_equal(ancount(e), 2);
+
+	/* with the common entry gone, the hint alone leads nanjing to its own entry */
+	assert_true(cache_flush(e->cache, is_common_key, NULL) >= 1);
+	int n = ask(e, "127.0.1.7", "www.customer.example.", WIRE_TYPE_A);
+	assert_true(n > 12);
+	assert_int_equal(ancount(e), 2);
+	uint8_t node[4];
+	inet_pton(AF_INET, "203.0.113.1", node);
+	assert_non_null(memmem(e->out, (size_t)n, node, 4)); /* nanjing's node, not the common answer */
+	assert_int_equal(e->njobs, 2);
+	/* suzhou has no entry of its own: the stale hint costs a lookup, then the common miss */
+	assert_int_equal(ask(e, "127.0.2.5", "www.customer.example.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 3);
+	assert_false(e->jobs[2]->edns);
+	inflight_fail(e->jobs[2], WIRE_RCODE_SERVFAIL, NULL, false);
+	e->jobs[2] = NULL;
+	n = take_replies(e, w, 2);
+	for (int i = 0; i < n; i++)
+		inflight_waiter_free(e->inflight, w[i]);
+
+	/* a new domain set (flags changed) retires every hint: nanjing misses the common entry */
+	struct domains *d = NULL;
+	assert_int_equal(domains_load(e->fs->store, &d, NULL), 0);
+	struct conf *c = NULL;
+	unsigned nerr = 0;
+	assert_int_equal(conf_load_string(config, strlen(config), "test.yaml", stderr, &c, &nerr), 0);
+	assert_int_equal(snapshot_publish(&e->slot, c, d, NULL, 2), 0);
+	snapshot_release(e->x.snap);
+	e->x.snap = snapshot_get(&e->slot);
+	assert_int_equal(ask(e, "127.0.1.8", "www.customer.example.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 4);
+	assert_false(e->jobs[3]->edns);
+	chainhint_free(e->x.hints);
+	e->x.hints = NULL;
+}
+
+static void test_chainhint_table(void **state)
+{
+	(void)state;
+	struct chainhint *t = chainhint_new(3000);
+	assert_non_null(t);
+	assert_int_equal(t->mask, 4095); /* rounded up to a power of two */
+	uint64_t h = 0x123456789abcdef1ull;
+	assert_false(chainhint_get(t, h, 100));
+	chainhint_set(t, h, 160);
+	assert_true(chainhint_get(t, h, 100));
+	assert_true(chainhint_get(t, h, 159));
+	assert_false(chainhint_get(t, h, 160)); /* expired */
+	assert_false(chainhint_get(t, h ^ (1ull << 40), 100)); /* same slot, another name */
+	assert_false(chainhint_get(t, 0, 100));                /* no hash: no hint */
+	chainhint_set(t, h ^ (1ull << 40), 200);                /* a collision overwrites */
+	assert_false(chainhint_get(t, h, 100));
+	assert_false(chainhint_get(NULL, h, 100));
+	chainhint_free(t);
 }
 
 static void test_unmatched_refuse(void **state)
@@ -738,6 +830,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_miss_coalesce_then_hit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flagged_name_per_partition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_normal_chain_into_flagged_zone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chain_hint, setup, teardown),
+		cmocka_unit_test(test_chainhint_table),
 		cmocka_unit_test(test_unmatched_refuse),
 		cmocka_unit_test_setup_teardown(test_reload_renumbers_partitions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_any_and_rd0, setup, teardown),
