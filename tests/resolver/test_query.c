@@ -407,6 +407,9 @@ static int ancount(const struct env *e)
 	return (e->out[6] << 8) | e->out[7];
 }
 
+static void cache_put(struct env *e, unsigned part, const char *name, const char *const *rrs, uint32_t age,
+                      uint32_t ttl);
+
 static void test_chain_hint(void **state)
 {
 	struct env *e = *state;
@@ -424,6 +427,25 @@ static void test_chain_hint(void **state)
 	assert_true(ask(e, "127.0.1.6", "www.customer.example.", WIRE_TYPE_A) > 12);
 	assert_int_equal(ancount(e), 2);
 
+	/* nanjing's entry, found by the hint, due for a refresh: the refresh
+	 * starts at the chain's target (from the common entry), as a miss's would */
+	static const char *const spliced[] = { "www.customer.example. 300 IN CNAME video.cdn.test.",
+		                               "video.cdn.test. 60 IN A 203.0.113.1", NULL };
+	cache_put(e, 1, "www.customer.example.", spliced, 57, 60);
+	assert_true(ask(e, "127.0.1.6", "www.customer.example.", WIRE_TYPE_A) > 12);
+	assert_int_equal(e->njobs, 3);
+	const struct job *j = e->jobs[2];
+	assert_true(j->edns);
+	assert_null(j->waiters);
+	assert_int_equal(j->partition, 1);
+	uint8_t target[WIRE_MAX_NAME];
+	int tl = wire_name_from_text("video.cdn.test.", target, sizeof(target));
+	assert_int_equal(j->start_len, (size_t)tl);
+	assert_memory_equal(j->start, target, (size_t)tl);
+	assert_non_null(j->prefix);
+	assert_int_equal(counter_get(&e->ctr.prefetches), 1);
+	complete(e, 2, spliced);
+
 	/* with the common entry gone, the hint alone leads nanjing to its own entry */
 	assert_true(cache_flush(e->cache, is_common_key, NULL) >= 1);
 	int n = ask(e, "127.0.1.7", "www.customer.example.", WIRE_TYPE_A);
@@ -432,13 +454,13 @@ static void test_chain_hint(void **state)
 	uint8_t node[4];
 	inet_pton(AF_INET, "203.0.113.1", node);
 	assert_non_null(memmem(e->out, (size_t)n, node, 4)); /* nanjing's node, not the common answer */
-	assert_int_equal(e->njobs, 2);
+	assert_int_equal(e->njobs, 3);
 	/* suzhou has no entry of its own: the stale hint costs a lookup, then the common miss */
 	assert_int_equal(ask(e, "127.0.2.5", "www.customer.example.", WIRE_TYPE_A), -1);
-	assert_int_equal(e->njobs, 3);
-	assert_false(e->jobs[2]->edns);
-	inflight_fail(e->jobs[2], WIRE_RCODE_SERVFAIL, NULL, false);
-	e->jobs[2] = NULL;
+	assert_int_equal(e->njobs, 4);
+	assert_false(e->jobs[3]->edns);
+	inflight_fail(e->jobs[3], WIRE_RCODE_SERVFAIL, NULL, false);
+	e->jobs[3] = NULL;
 	n = take_replies(e, w, 2);
 	for (int i = 0; i < n; i++)
 		inflight_waiter_free(e->inflight, w[i]);
@@ -453,8 +475,8 @@ static void test_chain_hint(void **state)
 	snapshot_release(e->x.snap);
 	e->x.snap = snapshot_get(&e->slot);
 	assert_int_equal(ask(e, "127.0.1.8", "www.customer.example.", WIRE_TYPE_A), -1);
-	assert_int_equal(e->njobs, 4);
-	assert_false(e->jobs[3]->edns);
+	assert_int_equal(e->njobs, 5);
+	assert_false(e->jobs[4]->edns);
 	chainhint_free(e->x.hints);
 	e->x.hints = NULL;
 }
