@@ -68,6 +68,21 @@ static uint64_t pool_value(const struct stats_view *v, int pool, const struct po
 	return it->listeners ? v->listeners[it->idx] : v->pool[pool][it->idx];
 }
 
+/* A JSON string: quotes, backslashes and control characters escaped (config paths, zone and partition names are the operator's text). */
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
 /* rpz_each's callbacks: "rpz.ZONE.hits N" lines, or the JSON list of zones. */
 struct rpz_out {
 	FILE *out;
@@ -82,8 +97,9 @@ static void rpz_zone_line(const char *zone, uint64_t rules, uint64_t hits, void 
 		fprintf(o->out, "rpz.%s.rules %llu\nrpz.%s.hits %llu\n", zone, ull(rules), zone, ull(hits));
 		return;
 	}
-	fprintf(o->out, "%s\n    { \"zone\": \"%s\", \"rules\": %llu, \"hits\": %llu, \"partitions\": {",
-	        o->first ? "" : " } },", zone, ull(rules), ull(hits));
+	fprintf(o->out, "%s\n    { \"zone\": ", o->first ? "" : " } },");
+	json_string(o->out, zone);
+	fprintf(o->out, ", \"rules\": %llu, \"hits\": %llu, \"partitions\": {", ull(rules), ull(hits));
 	o->first = false;
 	o->first_part = true;
 }
@@ -98,7 +114,9 @@ static void rpz_part_line(const char *zone, unsigned part, uint64_t hits, void *
 		fprintf(o->out, "rpz.%s.partition.%s %llu\n", zone, name, ull(hits));
 		return;
 	}
-	fprintf(o->out, "%s \"%s\": %llu", o->first_part ? "" : ",", name, ull(hits));
+	fputs(o->first_part ? " " : ", ", o->out);
+	json_string(o->out, name);
+	fprintf(o->out, ": %llu", ull(hits));
 	o->first_part = false;
 }
 
@@ -172,21 +190,6 @@ void stats_write(FILE *out, bool json, const struct stats_view *v)
 		write_json(out, v);
 	else
 		write_text(out, v);
-}
-
-/* A JSON string: quotes, backslashes and control characters escaped (a config path is the operator's text). */
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
 }
 
 static void iso_time(time_t t, char *buf, size_t size)

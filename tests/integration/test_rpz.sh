@@ -52,6 +52,13 @@ local_zones:
 rpz:
   - { zone: city.rpz., file: $IT_TMP/city.zone, partitions: [ suzhou ] }
   - { zone: rpz.example., file: $IT_TMP/policy.zone }
+  - { zone: 'odd"name.rpz.', file: $IT_TMP/odd.zone }
+EOF
+# a zone name with a quote (a legal DNS name): the JSON stats must escape it
+cat > "$IT_TMP/odd.zone" <<'EOF'
+$TTL 300
+@                        SOA  ns host 1 3600 600 86400 60
+odd.customer.example     CNAME .
 EOF
 cat >> "$IT_TMP/policy.zone" <<'EOF'
 local.customer.example   CNAME .
@@ -134,6 +141,8 @@ stats=$("$PARTDNSCTL_BIN" -c "$PD_CONF" stats)
 assert_match "hits per zone" '^rpz\.rpz\.example\.\.hits [1-9]' "$stats"
 assert_match "hits per zone and partition" '^rpz\.city\.rpz\.\.partition\.suzhou [1-9]' "$stats"
 assert_match "rules per zone: 14 of 18 records are triggers" '^rpz\.rpz\.example\.\.rules 14$' "$stats"
+zones=$(pdctl stats --json | python3 -c 'import json, sys; print(" ".join(z["zone"] for z in json.load(sys.stdin)["rpz"]))' 2>&1)
+assert_eq "stats --json is JSON, a quote in a zone name escaped" 'city.rpz. rpz.example. odd"name.rpz.' "$zones"
 
 # a reload with a broken file keeps the running version; a fixed one is read
 printf 'www.customer.example CNAME rpz-passthru.\nbad.customer.example A not-an-address\n' > "$IT_TMP/policy.zone.new"
