@@ -73,6 +73,7 @@ struct domains {
 	size_t nsubtree;         /* no --subtree entry: a miss needs no walk up */
 	size_t sub_min;          /* the shortest --subtree entry (wire bytes), when nsubtree > 0 */
 	uint64_t sub_lens[4];    /* bit k: some --subtree entry is k bytes long (wire) */
+	uint64_t sub_sig;        /* the set of --subtree names (domains_subtree_sig); 0: none */
 	uint64_t *sub_filter;    /* two bits per --subtree entry (sub_fp), NULL when none */
 	size_t sub_filter_mask;  /* words - 1 */
 	struct irule *rules;
@@ -341,6 +342,10 @@ static int add_rule(const struct store_domain *rule, void *arg)
 	memset(rec + used, 0, rec_size(len) - used); /* the padding, for reproducible bytes */
 	d->arena_len += rec_size(len);
 	if (rule->subtree) {
+		/* a sum of fixed-key hashes: the same names give the same value in any set, in any order */
+		static const struct hash_key sig_key = { { 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full,
+			                                   0x165667b19e3779f9ull } };
+		d->sub_sig = (d->sub_sig + hash_bytes(&sig_key, w, len)) | 1;
 		d->sub_lens[len / 64] |= (uint64_t)1 << (len % 64);
 		if (d->nsubtree == 0 || len < d->sub_min)
 			d->sub_min = len;
@@ -569,6 +574,28 @@ const struct store_domain *domains_match_hashed(const struct domains *d, const u
                                                 uint64_t *hash)
 {
 	return match(d, qname, len, hash);
+}
+
+uint64_t domains_subtree_sig(const struct domains *d)
+{
+	return d ? d->sub_sig : 0;
+}
+
+size_t domains_each_subtree(const struct domains *d, void (*fn)(const char *name, void *arg), void *arg)
+{
+	size_t n = 0;
+	if (d == NULL || d->nsubtree == 0)
+		return 0;
+	for (size_t pos = REC_ALIGN; pos < d->arena_len;) {
+		const uint8_t *rec = d->arena + pos;
+		size_t len = rec[4];
+		if (rd32(rec) & 1) {
+			fn((const char *)rec + REC_HDR + len, arg);
+			n++;
+		}
+		pos += rec_size(len);
+	}
+	return n;
 }
 
 size_t domains_count(const struct domains *d)

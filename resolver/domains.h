@@ -43,5 +43,15 @@ const struct store_domain *domains_match(const struct domains *d, const uint8_t 
 const struct store_domain *domains_match_hashed(const struct domains *d, const uint8_t *qname, size_t len,
                                                 uint64_t *hash);
 
+/**
+ * Which --subtree names the set holds, as one number: equal sets give equal
+ * numbers (whatever else differs), different ones almost surely not; 0 when
+ * there is none. The normal pool rebuilds its stub contexts when it changes.
+ */
+uint64_t domains_subtree_sig(const struct domains *d);
+
+/** Call fn with the text of every --subtree name (normalized, ends in '.'). @return how many. */
+size_t domains_each_subtree(const struct domains *d, void (*fn)(const char *name, void *arg), void *arg);
+
 /** Number of domains in the set. */
 size_t domains_count(const struct domains *d);

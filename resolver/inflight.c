@@ -398,6 +398,7 @@ static int stale_copy(const uint8_t *val, size_t vlen, const struct cache_hit *h
 		r->prefix_len = v.prefix_len;
 		memcpy(r->target, v.target, v.target_len);
 		r->target_len = v.target_len;
+		r->incomplete = v.incomplete;
 	}
 	return 0;
 }
@@ -415,7 +416,10 @@ static struct result *stale_result(struct job *job)
 	struct result *r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return NULL;
-	if (cache_stale(job->table->cache, job->key, job->klen, clock_sec(), INFLIGHT_STALE_TTL, stale_copy, r) < 0) {
+	/* an incomplete chain is no answer for the clients of a job run without
+	 * stubs (they are the ones that need the whole answer): none then */
+	if (cache_stale(job->table->cache, job->key, job->klen, clock_sec(), INFLIGHT_STALE_TTL, stale_copy, r) < 0 ||
+	    (r->incomplete && !job->stubbed)) {
 		free(r->blob);
 		free(r->prefix);
 		free(r);
@@ -461,6 +465,8 @@ static void cache_answer(struct job *job, const struct result *r, uint32_t ttl)
 	if (val == NULL)
 		return;
 	route_value_write_header(val, r->target, r->target_len, r->prefix, r->prefix_len);
+	if (r->incomplete)
+		val[0] |= ROUTE_VALUE_INCOMPLETE;
 	memcpy(val + hdr, r->blob, r->blob_len);
 	cache_insert(job->table->cache, job->key, job->klen, val, hdr + r->blob_len, clock_sec(), ttl);
 	free(val);
@@ -493,6 +499,11 @@ void inflight_done(struct job *job, const uint8_t *resp, size_t len)
 		r->prefix = NULL;
 		r->prefix_len = 0;
 	}
+	/* the stub context answered the flagged part from an empty zone: the
+	 * chain is what counts, the answer is not one (the stub context is used
+	 * only when it holds exactly the subtrees of the job's snapshot, so a
+	 * stop there is always a chain found here) */
+	r->incomplete = job->stubbed && r->target_len > 0;
 	if (ttl > 0 && still_valid(job))
 		cache_answer(job, r, ttl);
 	job_finish(job, r);

@@ -33,6 +33,7 @@ struct result {
 	uint8_t target[WIRE_MAX_NAME];
 	uint8_t *prefix;
 	size_t prefix_len;
+	bool incomplete; /* the chain's blob is the normal pool's stop (ROUTE_VALUE_INCOMPLETE) */
 };
 
 /* A policy's CNAME rewrite being followed (query.c): the reply to the target is spliced after msg. */
@@ -106,6 +107,9 @@ struct job {
 	bool cd_bit;
 	unsigned partition;
 	bool edns;                /* EDNS pool (else normal pool) */
+	bool stub_ok;             /* normal: its client continues chains through the EDNS pool, so the
+	                           * pool's stub context may stop at a flagged subtree */
+	bool stubbed;             /* normal: the pool ran it in its stub context */
 	struct ecs ecs;           /* EDNS: the partition's mapped identity */
 	size_t start_len;         /* EDNS chain job: 0 = from qname, else from start... */
 	uint8_t *prefix;          /* ...and splice after this message (owned) */

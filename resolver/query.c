@@ -313,6 +313,7 @@ struct hit_ctx {
 	uint32_t policy;        /* the rpz generation (0: no policy) an entry marked with... */
 	bool policy_checked;    /* out: ...was found clean by: no policy check needed */
 	bool chain_only;        /* take a chain out (partitioned), write nothing */
+	bool incomplete;        /* out: an incomplete chain (ROUTE_VALUE_INCOMPLETE) for an unpartitioned client */
 	uint32_t expiry;        /* out: the entry's (cache_mark, chain hints) */
 	uint8_t target[WIRE_MAX_NAME];
 	size_t target_len;
@@ -337,6 +338,11 @@ static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hi
 		h->policy_checked = hit->mark == h->policy;
 	if (v.failure) { /* a remembered failure (RFC 9520) */
 		h->len = wire_write_error(h->q, v.rcode, h->echo, &v.ede, h->out, h->cap);
+		return 0;
+	}
+	if (v.incomplete && !h->partitioned) {
+		/* the normal pool stopped at the flagged subtree: no answer for this client */
+		h->incomplete = true;
 		return 0;
 	}
 	h->refresh |= hit->refresh;
@@ -418,6 +424,11 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 	job->qclass = q->qclass;
 	job->cd_bit = (q->flags & WIRE_FLAG_CD) != 0;
 	job->partition = rt->rule ? rt->part : PARTITION_COMMON;
+	/* a normal name for a client that continues chains through the EDNS
+	 * pool: the normal pool may stop where its chain enters a flagged subtree */
+	job->stub_ok = rt->rule == NULL && rt->part != PARTITION_COMMON &&
+	               mapping_has_ecs(c->partitions.mapping, rt->part);
+	job->stubbed = false;
 	job->lim = (struct wire_limits){ .min_ttl = c->cache.min_ttl, .max_ttl = c->cache.max_ttl,
 	                                 .max_negative_ttl = c->cache.max_negative_ttl, .nosoa_ttl = 0 };
 	job->timeout_ms = c->edns.timeout_ms;
@@ -726,6 +737,7 @@ static inline __attribute__((always_inline)) int decide(struct query_ctx *x, con
 	h.policy = x->snap->rpz != NULL ? rpz_generation(x->snap->rpz) : 0;
 	h.policy_checked = false;
 	h.chain_only = false;
+	h.incomplete = false;
 	h.target_len = 0;
 	h.prefix = NULL;
 	h.prefix_len = 0;
@@ -812,6 +824,26 @@ static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_
 	return true;
 }
 
+/*
+ * The waiter's job stopped where the chain enters a flagged subtree (the
+ * normal pool's stub context), but this client cannot continue through the
+ * EDNS pool: resolve the name again, this time without stubs (job_fill
+ * says so for such a client).
+ */
+static int answer_again(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t limit)
+{
+	struct route rt = { .part = wt->partition, .echo = wt->echo, .echo_ecs = wt->echo_ecs };
+	const uint8_t *addr;
+	(void)classify_addr(&wt->peer, &rt.family, &addr);
+	if (rt.echo)
+		rt.echo_ecs.scope = 0;
+	route_key_set(&rt, &wt->q, PARTITION_COMMON);
+	struct query_client cl = { .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
+	                           .peer_len = wt->peer_len, .local = wt->has_local ? &wt->local : NULL,
+	                           .listener = wt->local.ss_family != 0 ? &wt->local : NULL };
+	return start_miss(x, &cl, &wt->q, &rt, NULL, 0, NULL, 0, out, limit);
+}
+
 static int answer_one(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t limit)
 {
 	const struct result *r = wt->result;
@@ -819,6 +851,8 @@ static int answer_one(struct query_ctx *x, const struct waiter *wt, uint8_t *out
 	if (r && r->prefix && !wt->edns_route && wt->partition != PARTITION_COMMON &&
 	    answer_as_chain(x, wt, out, limit, &len))
 		return len;
+	if (r && r->incomplete && r->rcode < 0 && !wt->edns_route)
+		return answer_again(x, wt, out, limit);
 	const struct ecs *echo = wt->echo ? &wt->echo_ecs : NULL;
 	if (r == NULL || r->rcode >= 0) {
 		len = reply_error(x, &wt->q, r ? r->rcode : WIRE_RCODE_SERVFAIL, echo, r && r->has_ede ? &r->ede : NULL,

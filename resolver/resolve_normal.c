@@ -11,6 +11,7 @@
 #include <unbound.h>
 
 #include "resolver/clock.h"
+#include "resolver/domains.h"
 #include "resolver/inflight.h"
 #include "resolver/log.h"
 #include "resolver/ubctx.h"
@@ -31,6 +32,19 @@
  * about that name and its zone is reused, and infrastructure (NS, glue)
  * is duplicated at most once per thread. Listener threads stay apart from
  * these: a hit never waits behind a validation or a burst of answers.
+ *
+ * A second context per thread, the stub context, holds every flagged
+ * --subtree name as an empty zone of its own (ubctx.c). A normal name asked
+ * by a client that continues chains through the EDNS pool (a partition with
+ * a mapped address) is resolved there: when its CNAME chain enters a
+ * flagged subtree, libunbound stops at the subtree instead of asking the
+ * GSLB without ECS (a query per name the GSLB would answer for the
+ * resolver's own city, which nobody uses). The chain is all the EDNS pool
+ * needs; the entry is marked incomplete (inflight.c) and clients of no
+ * partition resolve the name again in the plain context. libunbound reads
+ * auth zones only when a context is set up, so a change of the flagged
+ * subtrees builds a new stub context in the thread's tick and retires the
+ * old one once its lookups are over; until then jobs take the plain one.
  */
 
 #define NORMAL_MAX_INFLIGHT 100000
@@ -54,15 +68,27 @@ struct ticket {
 	struct ticket *prev, *next; /* the thread's pending or orphans list; the free list */
 	struct job *job;            /* NULL once the deadline failed it (an orphan) */
 	struct nthread *t;
+	struct nctx *nc;            /* the stub context it runs in; NULL: the plain one */
 	uint64_t start_ns;
 	uint16_t slot;              /* its parent domain's counter */
+};
+
+/* A stub context, for one set of flagged subtrees (its sig). */
+struct nctx {
+	struct ub_ctx *ctx;
+	uint64_t sig;       /* domains_subtree_sig of the set it holds */
+	unsigned refs;      /* tickets running in it (orphans included) */
+	struct nctx *next;  /* retired, waiting for refs 0 */
 };
 
 struct nthread {
 	struct resolve_normal *pool;
 	unsigned idx;
 	struct event_base *base;
-	struct ub_ctx *ctx;
+	struct ub_ctx *ctx;     /* the plain context */
+	struct nctx *stub;      /* NULL: none (no flagged subtree, or it could not be built) */
+	struct nctx *retired;
+	uint64_t stub_want;     /* the set last built or tried: no retry every tick after a failure */
 	struct mq jobs;
 	struct event *jobs_ev, *stop_ev, *tick_ev;
 	pthread_t thread;
@@ -80,6 +106,7 @@ struct nthread {
 };
 
 struct resolve_normal {
+	struct snapshot_slot *snaps; /* the flagged subtrees for the stub contexts */
 	unsigned nthreads;
 	unsigned zone_cap;         /* resolver.zone_inflight; 0 = no limit */
 	int stop_fd;
@@ -160,6 +187,8 @@ static void ticket_put(struct nthread *t, struct ticket *tk)
 {
 	list_unlink(tk);
 	t->zone_count[tk->slot]--;
+	if (tk->nc != NULL)
+		tk->nc->refs--;
 	if (t->nspare >= NORMAL_TICKETS_KEEP) {
 		free(tk);
 		return;
@@ -207,6 +236,8 @@ static void log_failure(const struct job *job, const char *why)
 	log_info_limited("resolution of %s type %u failed: %s", name, job->qtype, why);
 }
 
+static void start_job(struct nthread *t, struct job *job);
+
 /* libunbound's answer (rcode != 0: failed; sec 1 bogus, 2 secure). */
 static void resolved(void *arg, int rcode, void *packet, int len, int sec, char *why_bogus, int ratelimited)
 {
@@ -218,6 +249,18 @@ static void resolved(void *arg, int rcode, void *packet, int len, int sec, char 
 	if (job == NULL)
 		return; /* the deadline answered its clients */
 	histogram_observe(&t->latency, clock_ns() - start_ns);
+	bool bad = rcode != 0 || packet == NULL || len < 12 || len > (int)sizeof(t->answer) ||
+	              (((const uint8_t *)packet)[3] & 0x0f) == WIRE_RCODE_SERVFAIL || (sec == 1 && !job->cd_bit);
+	if (bad && job->stubbed) {
+		/* The stub zones may have hidden what this name needs: a zone whose
+		 * nameservers live under a flagged subtree (a CDN hosting its
+		 * customers' zones) has no reachable server in the stub context.
+		 * Once more in the plain context, which sees everything. */
+		counter_inc(&t->ctr.stub_retries);
+		job->stub_ok = false;
+		start_job(t, job);
+		return;
+	}
 	atomic_fetch_sub(&t->pool->inflight, 1);
 	/* libunbound says why only for DNSSEC: other failures are just failures */
 	static const struct wire_ede failed = { WIRE_EDE_OTHER, "resolution failed" };
@@ -272,13 +315,20 @@ static void start_job(struct nthread *t, struct job *job)
 		refuse_job(t, job, NULL);
 		return;
 	}
-	*tk = (struct ticket){ .job = job, .t = t, .start_ns = clock_ns(), .slot = slot };
+	/* the stub context only when it holds exactly the job's flagged subtrees:
+	 * then every stop in it is a chain into one of them (inflight_done) */
+	struct nctx *nc = job->stub_ok && t->stub != NULL &&
+	                  t->stub->sig == domains_subtree_sig(job->snap->domains) ? t->stub : NULL;
+	job->stubbed = nc != NULL;
+	*tk = (struct ticket){ .job = job, .t = t, .nc = nc, .start_ns = clock_ns(), .slot = slot };
+	if (nc != NULL)
+		nc->refs++;
 	list_push(&t->pending, tk);
 	t->zone_count[slot]++;
 	counter_inc(&t->ctr.ub_lookups);
 	/* may call resolved() before it returns (local data) */
 	int id;
-	int rc = ub_resolve_event(t->ctx, name, job->qtype, job->qclass, tk, resolved, &id);
+	int rc = ub_resolve_event(nc ? nc->ctx : t->ctx, name, job->qtype, job->qclass, tk, resolved, &id);
 	if (rc != 0) {
 		log_warn("libunbound cannot take %s: %s", name, ub_strerror(rc));
 		ticket_put(t, tk);
@@ -299,6 +349,71 @@ static void on_jobs(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+struct names {
+	const char **v;
+	size_t n;
+};
+
+static void names_add(const char *name, void *arg)
+{
+	struct names *ns = arg;
+	ns->v[ns->n++] = name;
+}
+
+/*
+ * Keep the stub context in step with the flagged subtrees of the current
+ * snapshot: a new set builds a new context (the old one retires: deleted
+ * once no lookup runs in it); retired contexts whose lookups are over go.
+ */
+static void stub_refresh(struct nthread *t)
+{
+	for (struct nctx **pp = &t->retired; *pp;) {
+		struct nctx *nc = *pp;
+		if (nc->refs > 0) {
+			pp = &nc->next;
+			continue;
+		}
+		*pp = nc->next;
+		ubctx_free(nc->ctx);
+		free(nc);
+	}
+	struct snapshot *s = snapshot_get(t->pool->snaps);
+	if (s == NULL)
+		return;
+	uint64_t sig = domains_subtree_sig(s->domains);
+	if (sig == t->stub_want) {
+		snapshot_release(s);
+		return;
+	}
+	t->stub_want = sig;
+	if (t->stub != NULL) {
+		t->stub->next = t->retired;
+		t->retired = t->stub;
+		t->stub = NULL;
+	}
+	struct names ns = { .v = calloc(domains_count(s->domains) + 1, sizeof(*ns.v)) };
+	struct nctx *nc = sig != 0 && ns.v ? calloc(1, sizeof(*nc)) : NULL;
+	if (nc != NULL) {
+		domains_each_subtree(s->domains, names_add, &ns);
+		const struct conf *c = s->conf;
+		nc->sig = sig;
+		nc->ctx = ubctx_new(c, t->base,
+		                    &(struct ubctx_share){ .idx = t->idx + 1, .of = t->pool->nthreads,
+		                                           .outgoing = c->resolver.outgoing,
+		                                           .noutgoing = c->resolver.noutgoing, .stubs = ns.v,
+		                                           .nstubs = ns.n });
+		if (nc->ctx == NULL) {
+			log_warn("normal pool: no stub context for %zu flagged subtree(s); chains into them are followed "
+			         "without ECS until the next change of flags", ns.n);
+			free(nc);
+			nc = NULL;
+		}
+	}
+	t->stub = nc;
+	free(ns.v);
+	snapshot_release(s);
+}
+
 /*
  * Fail what has waited past the deadline; the oldest are at the tail.
  * The lookup stays with libunbound (an orphan ticket) until it gives up,
@@ -313,6 +428,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	uint64_t now = clock_ns();
 	if (++t->ticks % 10 == 0)
 		tickets_trim(t);
+	stub_refresh(t);
 	while (!list_empty(&t->pending)) {
 		struct ticket *tk = t->pending.prev;
 		if (now - tk->start_ns < NORMAL_DEADLINE_NS)
@@ -364,11 +480,12 @@ static int thread_init(struct resolve_normal *p, struct nthread *t, const struct
 	return 0;
 }
 
-struct resolve_normal *resolve_normal_new(const struct conf *c, int stop_fd)
+struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_slot *snaps, int stop_fd)
 {
 	struct resolve_normal *p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
+	p->snaps = snaps;
 	p->stop_fd = stop_fd;
 	p->nthreads = c->resolver.threads ? c->resolver.threads : 1;
 	p->zone_cap = c->resolver.zone_inflight;
@@ -394,6 +511,7 @@ fail:
 static void *thread_main(void *arg)
 {
 	struct nthread *t = arg;
+	stub_refresh(t); /* here, not at setup: as the user that will resolve (it reads files) */
 	event_base_dispatch(t->base);
 	return NULL;
 }
@@ -425,9 +543,16 @@ void resolve_normal_join(struct resolve_normal *p)
 
 static void thread_free(struct nthread *t)
 {
-	/* Deleting the context ends libunbound's work; no callbacks after it. */
+	/* Deleting a context ends libunbound's work; no callbacks after it. */
 	if (t->ctx)
 		ub_ctx_delete(t->ctx);
+	if (t->stub) {
+		t->stub->next = t->retired;
+		t->retired = t->stub;
+		t->stub = NULL;
+	}
+	for (struct nctx *nc = t->retired; nc; nc = nc->next)
+		ubctx_free(nc->ctx);
 	if (t->zone_count) {
 		while (!list_empty(&t->pending)) {
 			struct ticket *tk = t->pending.next;
@@ -442,6 +567,11 @@ static void thread_free(struct nthread *t)
 		struct ticket *tk = t->spare;
 		t->spare = tk->next;
 		free(tk);
+	}
+	while (t->retired) { /* after the tickets: putting one touches its context's refs */
+		struct nctx *nc = t->retired;
+		t->retired = nc->next;
+		free(nc);
 	}
 	free(t->zone_count);
 	if (t->jobs.efd >= 0) {

@@ -12,10 +12,12 @@ struct resolve_normal;
  * c->resolver.threads threads, each running its own libunbound context
  * made from c in its own event loop; jobs are spread over them by a keyed
  * hash of the query name.
+ * @param snaps    the daemon's snapshots: each thread keeps a stub context
+ *                 for the flagged subtrees of the current one
  * @param stop_fd  readable once the daemon stops: the thread then ends
  * @return NULL on error (logged).
  */
-struct resolve_normal *resolve_normal_new(const struct conf *c, int stop_fd);
+struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_slot *snaps, int stop_fd);
 int resolve_normal_start(struct resolve_normal *p);
 void resolve_normal_join(struct resolve_normal *p);
 /** Joins, then fails every unfinished job (SERVFAIL to its waiters). NULL is a no-op. */

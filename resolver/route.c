@@ -149,6 +149,7 @@ int route_value_parse(const uint8_t *val, size_t vlen, struct route_value *v)
 	v->blob = val + o;
 	v->blob_len = vlen - o;
 	v->chain = true;
+	v->incomplete = (val[0] & ROUTE_VALUE_INCOMPLETE) != 0;
 	return 0;
 }
 

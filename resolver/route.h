@@ -70,11 +70,17 @@ int route_identity(const struct route *rt, const struct conf *c, const struct st
  *   - a chain (ROUTE_VALUE_CHAIN), a normal answer whose CNAME chain enters
  *     an EDNS domain: u8 target length, target, u16 prefix length, prefix
  *     message, then the wire blob;
+ *     With ROUTE_VALUE_INCOMPLETE too, the blob is not the answer: the
+ *     normal pool stopped where the chain enters the flagged domain (its
+ *     stub contexts hold the flagged subtrees as empty zones, so it never
+ *     asks their servers without ECS); clients that cannot continue
+ *     through the EDNS pool resolve the name again without stubs;
  *   - a failure (ROUTE_VALUE_FAILURE, RFC 9520): u16 rcode, u16 EDE code,
  *     EDE text with its NUL (an empty text is just the NUL).
  */
 #define ROUTE_VALUE_CHAIN 0x01
 #define ROUTE_VALUE_FAILURE 0x02
+#define ROUTE_VALUE_INCOMPLETE 0x04
 
 /* A cache value, read in place (pointers into the value). */
 struct route_value {
@@ -85,6 +91,7 @@ struct route_value {
 	const uint8_t *prefix;        /* chain: the CNAMEs up to target */
 	size_t prefix_len;
 	bool chain, failure;
+	bool incomplete;              /* chain: the blob is the normal pool's stop, not the answer */
 	int rcode;                    /* failure */
 	struct wire_ede ede;          /* failure; text points into the value, NUL-terminated */
 };

@@ -36,6 +36,7 @@ static const struct pool_item normal_items[] = {
 	{ "timeouts", C_upstream_timeouts, false }, /* failed at the 4 s deadline */
 	{ "failures", C_upstream_errors, false },  /* libunbound failed or said SERVFAIL */
 	{ "zone_limited", C_zone_limited, false }, /* refused at once: resolver.zone_inflight */
+	{ "stub_retries", C_stub_retries, false }, /* failed in the stub context, asked again in the plain one */
 	{ NULL, 0, false },
 };
 

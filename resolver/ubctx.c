@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,72 @@ static int load_forward_zones(struct ub_ctx *ctx, const struct conf *c)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The stub zones of share (ubctx.h): each an auth-zone holding only its SOA
+ * and NS, for-upstream and without fallback, so the iterator answers every
+ * name below it (NXDOMAIN) instead of asking its servers; domain-insecure,
+ * as the validator would find no keys there. libunbound reads zone files
+ * when the context is finalised, so it is finalised here (removing a local
+ * zone that does not exist is the API's one call that only finalises) and
+ * the files go at once. A name whose text could break the config's quoting
+ * gets no stub: its chains are followed as in a plain context.
+ */
+static int load_stub_zones(struct ub_ctx *ctx, const struct ubctx_share *share)
+{
+	char dir[] = "/tmp/partdns-stub-XXXXXX";
+	if (mkdtemp(dir) == NULL) {
+		log_err("stub zones: cannot create a temporary directory: %s", strerror(errno));
+		return -1;
+	}
+	char conf[sizeof(dir) + 16], zf[sizeof(dir) + 32];
+	snprintf(conf, sizeof(conf), "%s/stubs.conf", dir);
+	int rc = -1;
+	size_t nfiles = 0;
+	FILE *f = fopen(conf, "w");
+	if (f == NULL)
+		goto out;
+	fputs("server:\n", f);
+	for (size_t i = 0; i < share->nstubs; i++)
+		if (strpbrk(share->stubs[i], "\"\\") == NULL)
+			fprintf(f, "\tdomain-insecure: \"%s\"\n", share->stubs[i]);
+	for (size_t i = 0; i < share->nstubs; i++) {
+		const char *name = share->stubs[i];
+		if (strpbrk(name, "\"\\") != NULL)
+			continue;
+		snprintf(zf, sizeof(zf), "%s/%zu.zone", dir, nfiles);
+		FILE *z = fopen(zf, "w");
+		if (z == NULL)
+			break;
+		nfiles++;
+		fprintf(z, "%s 3600 IN SOA partdns-stub.invalid. hostmaster.partdns-stub.invalid. 1 3600 600 86400 3600\n"
+		           "%s 3600 IN NS partdns-stub.invalid.\n", name, name);
+		bool ok = fclose(z) == 0;
+		fprintf(f, "auth-zone:\n\tname: \"%s\"\n\tzonefile: \"%s\"\n\tfor-upstream: yes\n"
+		           "\tfor-downstream: no\n\tfallback-enabled: no\n", name, zf);
+		if (!ok)
+			break;
+	}
+	if (fclose(f) != 0)
+		goto out;
+	int e = ub_ctx_config(ctx, conf);
+	if (e == 0)
+		e = ub_ctx_zone_remove(ctx, "partdns-finalize.invalid.");
+	if (e != 0)
+		log_err("stub zones: %s", ub_strerror(e));
+	else
+		rc = 0;
+out:
+	if (rc != 0 && f == NULL)
+		log_err("stub zones: cannot write %s: %s", conf, strerror(errno));
+	unlink(conf);
+	for (size_t i = 0; i < nfiles; i++) {
+		snprintf(zf, sizeof(zf), "%s/%zu.zone", dir, i);
+		unlink(zf);
+	}
+	rmdir(dir);
+	return rc;
 }
 
 /* libunbound's option names end in ':'; the operator may leave it out. */
@@ -115,7 +182,32 @@ bool ubctx_validates(const struct conf *c)
 	return anchors;
 }
 
+/*
+ * libunbound reads config files (ub_ctx_config: forward zones, stub zones)
+ * with one global flex scanner, and a context's set-up writes its globals
+ * (logging, config_apply): contexts are made one at a time. The normal
+ * pool's threads build stub contexts while everything runs.
+ */
+static pthread_mutex_t ubctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct ub_ctx *make(const struct conf *c, struct event_base *base, const struct ubctx_share *share);
+
 struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share)
+{
+	pthread_mutex_lock(&ubctx_lock);
+	struct ub_ctx *ctx = make(c, base, share);
+	pthread_mutex_unlock(&ubctx_lock);
+	return ctx;
+}
+
+void ubctx_free(struct ub_ctx *ctx)
+{
+	pthread_mutex_lock(&ubctx_lock);
+	ub_ctx_delete(ctx);
+	pthread_mutex_unlock(&ubctx_lock);
+}
+
+static struct ub_ctx *make(const struct conf *c, struct event_base *base, const struct ubctx_share *share)
 {
 	struct ub_ctx *ctx = base ? ub_ctx_create_event(base) : ub_ctx_create();
 	if (ctx == NULL) {
@@ -201,6 +293,8 @@ struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const st
 		}
 	}
 	if (share->noutgoing > 0 && set_outgoing(ctx, share) != 0)
+		goto fail;
+	if (share->nstubs > 0 && load_stub_zones(ctx, share) != 0) /* last: it finalises */
 		goto fail;
 	return ctx;
 fail:

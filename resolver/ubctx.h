@@ -30,6 +30,12 @@ struct ubctx_share {
 	 * (do-ip4/do-ip6: no). None: libunbound's wildcard, both families. */
 	const struct conf_addr *outgoing;
 	size_t noutgoing;
+	/* A normal pool's stub context: these names (flagged --subtree rules)
+	 * become empty zones its iterator answers itself (auth-zone,
+	 * for-upstream), so a CNAME into one stops there instead of asking
+	 * the flagged zone's servers without ECS. None: a plain context. */
+	const char *const *stubs;
+	size_t nstubs;
 };
 
 /**
@@ -40,9 +46,14 @@ struct ubctx_share {
  *               (ub_resolve_event, wire-format answers, no thread, no
  *               pipe); NULL: asynchronous with its own thread
  *               (ub_resolve_async, ub_fd, ub_process)
+ * With share->nstubs, the context is finalised here (libunbound reads the
+ * stub zones' files then), so call it as the user that will resolve.
  * @return the context (free with ub_ctx_delete) or NULL.
  */
 struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share);
+
+/** ub_ctx_delete, one at a time with ubctx_new (for contexts retired while others are made). NULL: nothing. */
+void ubctx_free(struct ub_ctx *ctx);
 
 /**
  * Does a context from c validate (resolver.trust_anchor, or a trust-anchor

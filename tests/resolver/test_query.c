@@ -410,6 +410,56 @@ static int ancount(const struct env *e)
 static void cache_put(struct env *e, unsigned part, const char *name, const char *const *rrs, uint32_t age,
                       uint32_t ttl);
 
+/*
+ * The normal pool's stub context stopped where the chain enters the flagged
+ * zone (an incomplete chain): the cities continue through the EDNS pool; a
+ * client of no partition, whether it waited for that job or hits its entry
+ * later, has the name resolved again without stubs.
+ */
+static void test_incomplete_chain(void **state)
+{
+	struct env *e = *state;
+	assert_int_equal(ask(e, "127.0.1.5", "www.customer.example.", WIRE_TYPE_A), -1);
+	assert_int_equal(ask(e, "127.0.0.9", "www.customer.example.", WIRE_TYPE_A), -1); /* joins it */
+	assert_int_equal(e->njobs, 1);
+	assert_true(e->jobs[0]->stub_ok); /* made for nanjing, which has a mapped address */
+	e->jobs[0]->stubbed = true;       /* as the pool would, in its stub context */
+	complete(e, 0, (const char *const[]){ "www.customer.example. 300 IN CNAME video.cdn.test.", NULL });
+	struct waiter *w[2];
+	assert_int_equal(take_replies(e, w, 2), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_true(w[i]->result->incomplete);
+		assert_int_equal(query_answer(&e->x, w[i], e->out, sizeof(e->out)), -1);
+		inflight_waiter_free(e->inflight, w[i]);
+	}
+	/* nanjing continues through the EDNS pool; the other client resolves the name again, without stubs */
+	assert_int_equal(e->njobs, 3);
+	int edns = e->jobs[1]->edns ? 1 : 2, plain = 3 - edns;
+	assert_true(e->jobs[edns]->edns);
+	assert_int_equal(e->jobs[edns]->partition, 1);
+	assert_false(e->jobs[plain]->edns);
+	assert_false(e->jobs[plain]->stub_ok);
+	/* meanwhile another client of no partition hits the incomplete entry: a miss, joined to that job */
+	assert_int_equal(ask(e, "127.0.0.10", "www.customer.example.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 3);
+	complete(e, plain, (const char *const[]){ "www.customer.example. 300 IN CNAME video.cdn.test.",
+	                                          "video.cdn.test. 60 IN A 192.0.2.1", NULL });
+	assert_int_equal(take_replies(e, w, 2), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_true(query_answer(&e->x, w[i], e->out, sizeof(e->out)) > 12);
+		assert_int_equal(ancount(e), 2); /* the whole answer */
+		inflight_waiter_free(e->inflight, w[i]);
+	}
+	/* the complete chain replaced the entry: a hit for a client of no partition... */
+	assert_true(ask(e, "127.0.0.11", "www.customer.example.", WIRE_TYPE_A) > 12);
+	assert_int_equal(ancount(e), 2);
+	/* ...and a suzhou client still continues through the EDNS pool */
+	assert_int_equal(ask(e, "127.0.2.5", "www.customer.example.", WIRE_TYPE_A), -1);
+	assert_int_equal(e->njobs, 4);
+	assert_true(e->jobs[3]->edns);
+	assert_int_equal(e->jobs[3]->partition, 2);
+}
+
 static void test_chain_hint(void **state)
 {
 	struct env *e = *state;
@@ -853,6 +903,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_flagged_name_per_partition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_normal_chain_into_flagged_zone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_hint, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_incomplete_chain, setup, teardown),
 		cmocka_unit_test(test_chainhint_table),
 		cmocka_unit_test(test_unmatched_refuse),
 		cmocka_unit_test_setup_teardown(test_reload_renumbers_partitions, setup, teardown),
