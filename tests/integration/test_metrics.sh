@@ -94,6 +94,7 @@ assert_lt "nanjing's steered answer is in its own part of the cache (entries)" \
   "$(value "$m" 'partdns_partition_cache_entries{partition="nanjing"}')" 0
 assert_lt "... (bytes)" "$(value "$m" 'partdns_partition_cache_bytes{partition="nanjing"}')" 0
 assert_eq "dnstap is off: no frame dropped" 0 "$(value "$m" 'partdns_dnstap_dropped_total')"
+assert_eq "no zone here needs the stub context's retry" 0 "$(value "$m" 'partdns_stub_retries_total')"
 assert_eq "suzhou asked no flagged name: nothing under its keys" 0 \
   "$(value "$m" 'partdns_partition_cache_entries{partition="suzhou"}')"
 assert_eq "the partitions' entries add up to the cache's" "$(value "$m" 'partdns_cache_entries')" \
