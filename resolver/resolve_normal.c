@@ -511,13 +511,17 @@ fail:
 static void *thread_main(void *arg)
 {
 	struct nthread *t = arg;
-	stub_refresh(t); /* here, not at setup: as the user that will resolve (it reads files) */
 	event_base_dispatch(t->base);
 	return NULL;
 }
 
 int resolve_normal_start(struct resolve_normal *p)
 {
+	/* The first stub contexts before any thread runs (and so before any
+	 * listener takes a query); here, not at setup: as the user that will
+	 * resolve, since a stub context reads its files when it is made. */
+	for (unsigned i = 0; i < p->nthreads; i++)
+		stub_refresh(&p->threads[i]);
 	for (unsigned i = 0; i < p->nthreads; i++) {
 		struct nthread *t = &p->threads[i];
 		int rc = pthread_create(&t->thread, NULL, thread_main, t);

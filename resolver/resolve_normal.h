@@ -18,6 +18,7 @@ struct resolve_normal;
  * @return NULL on error (logged).
  */
 struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_slot *snaps, int stop_fd);
+/** Make each thread's first stub context (as the calling user), then start the threads. @return 0 or -errno. */
 int resolve_normal_start(struct resolve_normal *p);
 void resolve_normal_join(struct resolve_normal *p);
 /** Joins, then fails every unfinished job (SERVFAIL to its waiters). NULL is a no-op. */

@@ -16,8 +16,7 @@ pd_require_bins
 [ "$IT_HAVE_DNSTAP" = 1 ] || skip "knotd has no dnstap module: the GSLB's queries cannot be read"
 pd_write_conf "$IT_TMP/partdns.yaml"
 pdctl domain add cdn.test --subtree >/dev/null
-partdns_start "$PD_CONF"
-sleep 0.3 # the normal pool's threads build their stub contexts as they start
+partdns_start "$PD_CONF" # the stub contexts are made before the listeners start
 
 # GSLB queries without ECS logged after MARK (knot_mark gslb), as "NAME TYPE"
 # lines; gslb_flush first, in this shell (it restarts the GSLB)
