@@ -803,6 +803,14 @@ static int decide_target(struct query_ctx *x, const struct query_client *cl, con
 
 /* A normal answer reached a partitioned waiter whose chain enters an EDNS domain. */
 /* @return false (no identity: answer with the common entry), or true with *len as query_answer returns it. */
+/* The client a waiter answers, as a query from it would have it. */
+static struct query_client waiter_client(const struct waiter *wt)
+{
+	return (struct query_client){ .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
+	                              .peer_len = wt->peer_len, .local = wt->has_local ? &wt->local : NULL,
+	                              .listener = wt->local.ss_family != 0 ? &wt->local : NULL };
+}
+
 static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_t *out, size_t limit, int *len)
 {
 	const struct result *r = wt->result;
@@ -817,9 +825,7 @@ static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_
 	if (prefix == NULL)
 		return false;
 	memcpy(prefix, r->prefix, r->prefix_len);
-	struct query_client cl = { .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
-	                           .peer_len = wt->peer_len, .local = wt->has_local ? &wt->local : NULL,
-	                           .listener = wt->local.ss_family != 0 ? &wt->local : NULL };
+	struct query_client cl = waiter_client(wt);
 	*len = continue_chain(x, &cl, &wt->q, &rt, r->target, r->target_len, prefix, r->prefix_len, out, limit);
 	return true;
 }
@@ -838,9 +844,7 @@ static int answer_again(struct query_ctx *x, const struct waiter *wt, uint8_t *o
 	if (rt.echo)
 		rt.echo_ecs.scope = 0;
 	route_key_set(&rt, &wt->q, PARTITION_COMMON);
-	struct query_client cl = { .tcp = wt->tcp, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id, .peer = &wt->peer,
-	                           .peer_len = wt->peer_len, .local = wt->has_local ? &wt->local : NULL,
-	                           .listener = wt->local.ss_family != 0 ? &wt->local : NULL };
+	struct query_client cl = waiter_client(wt);
 	return start_miss(x, &cl, &wt->q, &rt, NULL, 0, NULL, 0, out, limit);
 }
 
