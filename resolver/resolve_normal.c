@@ -249,9 +249,10 @@ static void resolved(void *arg, int rcode, void *packet, int len, int sec, char 
 	if (job == NULL)
 		return; /* the deadline answered its clients */
 	histogram_observe(&t->latency, clock_ns() - start_ns);
-	bool bad = rcode != 0 || packet == NULL || len < 12 || len > (int)sizeof(t->answer) ||
-	              (((const uint8_t *)packet)[3] & 0x0f) == WIRE_RCODE_SERVFAIL || (sec == 1 && !job->cd_bit);
-	if (bad && job->stubbed) {
+	bool failed_lookup = rcode != 0 || packet == NULL || len < 12 || len > (int)sizeof(t->answer) ||
+	                     (((const uint8_t *)packet)[3] & 0x0f) == WIRE_RCODE_SERVFAIL;
+	bool bogus_answer = !failed_lookup && sec == 1 && !job->cd_bit;
+	if ((failed_lookup || bogus_answer) && job->stubbed) {
 		/* The stub zones may have hidden what this name needs: a zone whose
 		 * nameservers live under a flagged subtree (a CDN hosting its
 		 * customers' zones) has no reachable server in the stub context.
@@ -266,14 +267,13 @@ static void resolved(void *arg, int rcode, void *packet, int len, int sec, char 
 	static const struct wire_ede failed = { WIRE_EDE_OTHER, "resolution failed" };
 	static const struct wire_ede limited = { WIRE_EDE_OTHER, "zone over resolver.zone_qps" };
 	static const struct wire_ede bogus = { WIRE_EDE_DNSSEC_BOGUS, "DNSSEC validation failed" };
-	if (rcode != 0 || packet == NULL || len < 12 || len > (int)sizeof(t->answer) ||
-	    (((const uint8_t *)packet)[3] & 0x0f) == WIRE_RCODE_SERVFAIL) {
+	if (failed_lookup) {
 		counter_inc(&t->ctr.upstream_errors);
 		log_failure(job, ratelimited ? "over resolver.zone_qps, not asked"
 		                 : rcode != 0 ? ub_strerror(rcode)
 		                              : "SERVFAIL (libunbound says why only for DNSSEC and timeouts)");
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, ratelimited ? &limited : &failed, true);
-	} else if (sec == 1 && !job->cd_bit) {
+	} else if (bogus_answer) {
 		char why[600];
 		snprintf(why, sizeof(why), "DNSSEC validation failed: %s", why_bogus ? why_bogus : "bogus");
 		log_failure(job, why);
@@ -360,6 +360,16 @@ static void names_add(const char *name, void *arg)
 	ns->v[ns->n++] = name;
 }
 
+/* The stub context goes to the retired list: deleted once no lookup runs in it. */
+static void stub_retire(struct nthread *t)
+{
+	if (t->stub == NULL)
+		return;
+	t->stub->next = t->retired;
+	t->retired = t->stub;
+	t->stub = NULL;
+}
+
 /*
  * Keep the stub context in step with the flagged subtrees of the current
  * snapshot: a new set builds a new context (the old one retires: deleted
@@ -386,11 +396,7 @@ static void stub_refresh(struct nthread *t)
 		return;
 	}
 	t->stub_want = sig;
-	if (t->stub != NULL) {
-		t->stub->next = t->retired;
-		t->retired = t->stub;
-		t->stub = NULL;
-	}
+	stub_retire(t);
 	struct names ns = { .v = calloc(domains_count(s->domains) + 1, sizeof(*ns.v)) };
 	struct nctx *nc = sig != 0 && ns.v ? calloc(1, sizeof(*nc)) : NULL;
 	if (nc != NULL) {
@@ -550,11 +556,7 @@ static void thread_free(struct nthread *t)
 	/* Deleting a context ends libunbound's work; no callbacks after it. */
 	if (t->ctx)
 		ub_ctx_delete(t->ctx);
-	if (t->stub) {
-		t->stub->next = t->retired;
-		t->retired = t->stub;
-		t->stub = NULL;
-	}
+	stub_retire(t);
 	for (struct nctx *nc = t->retired; nc; nc = nc->next)
 		ubctx_free(nc->ctx);
 	if (t->zone_count) {

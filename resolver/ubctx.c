@@ -72,14 +72,15 @@ static int load_stub_zones(struct ub_ctx *ctx, const struct ubctx_share *share)
 	FILE *f = fopen(conf, "w");
 	if (f == NULL)
 		goto out;
-	fputs("server:\n", f);
-	for (size_t i = 0; i < share->nstubs; i++)
-		if (strpbrk(share->stubs[i], "\"\\") == NULL)
-			fprintf(f, "\tdomain-insecure: \"%s\"\n", share->stubs[i]);
 	for (size_t i = 0; i < share->nstubs; i++) {
 		const char *name = share->stubs[i];
 		if (strpbrk(name, "\"\\") != NULL)
 			continue;
+		int e = ub_ctx_set_option(ctx, "domain-insecure:", name);
+		if (e != 0) {
+			log_err("stub zone %s: domain-insecure: %s", name, ub_strerror(e));
+			break;
+		}
 		snprintf(zf, sizeof(zf), "%s/%zu.zone", dir, nfiles);
 		FILE *z = fopen(zf, "w");
 		if (z == NULL)
