@@ -244,6 +244,47 @@ static void check_edns(struct loader *L, const struct ynode *root)
 	}
 }
 
+/* store.etcd: a fleet's shared store */
+
+static void check_etcd(struct loader *L, const struct ynode *root)
+{
+	struct conf *c = &L->st.conf;
+	const struct ynode *etcd = get2(root, "store", "etcd");
+	if (etcd == NULL)
+		return;
+	if (c->store.etcd.nendpoints == 0) {
+		conf_key_set(L, "store.etcd.endpoints");
+		conf_error(L, etcd, true, "store.etcd needs its endpoints (ADDR@PORT of the etcd members)");
+	}
+	const char *p = c->store.etcd.prefix;
+	if (p != NULL && (p[0] != '/' || strstr(p, "//") != NULL || strchr(p, ' ') != NULL)) {
+		conf_key_set(L, "store.etcd.prefix");
+		conf_error(L, conf_ynode_get(etcd, "prefix"), true,
+		           "a key prefix like /partdns/ (starts with '/', no empty or blank path element)");
+	} else if (p != NULL && p[strlen(p) - 1] != '/') {
+		/* "/partdns" and "/partdns/" are the same place: keys are PREFIX + "domains/..." */
+		size_t n = strlen(p);
+		char *q = realloc(c->store.etcd.prefix, n + 2);
+		if (q == NULL) {
+			L->oom = true;
+			return;
+		}
+		q[n] = '/';
+		q[n + 1] = '\0';
+		c->store.etcd.prefix = q;
+	}
+	if (c->store.etcd.password_file[0] != '\0' && c->store.etcd.username[0] == '\0') {
+		conf_key_set(L, "store.etcd.password_file");
+		conf_error(L, conf_ynode_get(etcd, "password_file"), true,
+		           "a password without store.etcd.username: name the etcd user too");
+	}
+	if (c->store.etcd.key[0] != '\0' && c->store.etcd.cert[0] == '\0') {
+		conf_key_set(L, "store.etcd.key");
+		conf_error(L, conf_ynode_get(etcd, "key"), true,
+		           "a client key without store.etcd.cert: name the certificate it goes with");
+	}
+}
+
 /* partitions */
 
 struct pcheck {
@@ -722,6 +763,7 @@ void conf_check(struct loader *L, const struct ynode *root)
 	check_cache(L, root);
 	check_resolver(L, root);
 	check_edns(L, root);
+	check_etcd(L, root);
 	check_local(L, root);
 	check_partitions(L);
 	conf_key_set(L, "%s", "");

@@ -176,7 +176,24 @@ struct conf {
 		struct prefix *trusted_ecs;
 		size_t noutgoing;       /* source addresses of the EDNS pool's sockets and libunbound */
 		struct conf_addr *outgoing; /* contexts; none = any; a family without one is not used */
+		size_t ntier;           /* EDNS-tier nodes: flagged misses go to the partition's owner */
+		struct conf_addr *tier; /* (rendezvous hashing by partition name); none = resolve here */
 	} edns;
+
+	/* The shared store of a fleet (store.etcd); server.store stays the local copy. */
+	struct {
+		struct {
+			size_t nendpoints;       /* none: no shared store, the local LMDB store is the truth */
+			struct conf_addr *endpoints;
+			char *prefix;            /* key prefix, "/" at both ends */
+			char *name;              /* this node's name in the fleet; "" = the host name */
+			char *username;          /* etcd authentication; "" = none */
+			char *password_file;     /* the password, first line of this file */
+			char *ca, *cert, *key;   /* TLS (https) when ca or cert is set; files */
+			unsigned timeout_ms;     /* per request */
+			unsigned lease_ttl;      /* seconds a dead node's registration outlives it */
+		} etcd;
+	} store;
 
 	struct {
 		enum conf_unmatched unmatched;

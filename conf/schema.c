@@ -275,6 +275,30 @@ static const struct sitem edns_items[] = {
 	  LST(CS, conf.edns.trusted_ecs, conf.edns.ntrusted_ecs, 0) },
 	{ .name = "outgoing", .type = ST_SOURCE,
 	  LST(CS, conf.edns.outgoing, conf.edns.noutgoing, 0) },
+	{ .name = "tier", .type = ST_TARGET, LST(CS, conf.edns.tier, conf.edns.ntier, 0), .min = 53 },
+	{ .name = NULL },
+};
+
+/* store.etcd: the fleet's shared store (etcd v3 through its JSON gateway) */
+static const struct sitem etcd_items[] = {
+	{ .name = "endpoints", .type = ST_TARGET,
+	  LST(CS, conf.store.etcd.endpoints, conf.store.etcd.nendpoints, SF_NONEMPTY), .min = 2379 },
+	{ .name = "prefix", .type = ST_TEXT, FLD(CS, conf.store.etcd.prefix), .def = "/partdns/" },
+	{ .name = "name", .type = ST_TEXT, FLD(CS, conf.store.etcd.name), .def = "" },
+	{ .name = "username", .type = ST_TEXT, FLD(CS, conf.store.etcd.username), .def = "" },
+	{ .name = "password_file", .type = ST_STR, FLD(CS, conf.store.etcd.password_file), .def = "" },
+	{ .name = "ca", .type = ST_STR, FLD(CS, conf.store.etcd.ca), .def = "" },
+	{ .name = "cert", .type = ST_STR, FLD(CS, conf.store.etcd.cert), .def = "" },
+	{ .name = "key", .type = ST_STR, FLD(CS, conf.store.etcd.key), .def = "" },
+	{ .name = "timeout_ms", .type = ST_UINT, FLD(CS, conf.store.etcd.timeout_ms),
+	  .min = 100, .max = 60000, .def = "2000" },
+	{ .name = "lease_ttl", .type = ST_UINT, FLD(CS, conf.store.etcd.lease_ttl),
+	  .min = 2, .max = 3600, .def = "10" },
+	{ .name = NULL },
+};
+
+static const struct sitem store_items[] = {
+	{ .name = "etcd", SEC(etcd_items) },
 	{ .name = NULL },
 };
 
@@ -332,6 +356,7 @@ static const struct sitem root_items[] = {
 	{ .name = "cache", SEC(cache_items) },
 	{ .name = "resolver", SEC(resolver_items) },
 	{ .name = "edns", SEC(edns_items) },
+	{ .name = "store", SEC(store_items) },
 	{ .name = "partitions", SEC(partitions_items), .check = partitions_done },
 	{ .name = "local_zones", SEC(local_items), LST(CS, conf.local_zones.z, conf.local_zones.n, 0) },
 	{ .name = "rpz", SEC(rpz_items), LST(CS, conf.rpz, conf.nrpz, 0) },
