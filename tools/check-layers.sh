@@ -4,13 +4,13 @@
 # files call each other both ways (nm: a file's undefined symbols against the
 # others' defined ones), and every function a module header declares is
 # defined in the .c file of the same name (no header speaks for another file).
-# Usage: tools/check-layers.sh BUILD_DIR [module ...]   (default: resolver conf control partition mapping util)
+# Usage: tools/check-layers.sh BUILD_DIR [module ...]   (default: resolver conf control partition mapping util etcd)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:?usage: check-layers.sh BUILD_DIR [module ...]}
 shift
 MODULES=("$@")
-[ ${#MODULES[@]} -gt 0 ] || MODULES=(resolver conf control partition mapping util)
+[ ${#MODULES[@]} -gt 0 ] || MODULES=(resolver conf control partition mapping util etcd)
 fail=0
 
 for m in "${MODULES[@]}"; do

@@ -1,0 +1,866 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The etcd v3 client (see etcd.h). Why the JSON gateway and not gRPC:
+ * Debian packages no C gRPC client for etcd, while libcurl and json-c are
+ * well kept and everywhere; the gateway is part of every etcd server and
+ * speaks the same API (keys and values base64, 64-bit numbers as strings).
+ *
+ * Every answer is hostile input: bodies are capped, numbers parsed
+ * strictly, keys and values must be valid base64, and anything else is
+ * ETCD_E_PROTOCOL rather than a guess.
+ */
+#include "etcd/etcd.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Largest answer to one request: ranges are read in pages (see callers), so
+ * a bigger body is a broken or hostile server, not data. */
+#define ETCD_BODY_MAX ((size_t)64 << 20)
+/* Largest single watch response (one transaction's events). */
+#define ETCD_WATCH_OBJECT_MAX ((size_t)64 << 20)
+
+struct etcd {
+	char **endpoints;
+	size_t nendpoints;
+	size_t cur;            /* the member to try first: the last that answered */
+	char *username, *password, *ca, *cert, *key;
+	unsigned timeout_ms;
+	char *token;           /* "Authorization" header value; NULL before authenticating */
+	CURL *curl;
+	char member[256];
+	char err[512];
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? strdup(s) : NULL;
+}
+
+struct etcd *etcd_new(const struct etcd_opts *o)
+{
+	pthread_once(&curl_once, curl_init_once);
+	struct etcd *e = calloc(1, sizeof(*e));
+	if (e == NULL || o->nendpoints == 0)
+		goto fail;
+	if ((e->endpoints = calloc(o->nendpoints, sizeof(char *))) == NULL)
+		goto fail;
+	e->nendpoints = o->nendpoints;
+	for (size_t i = 0; i < o->nendpoints; i++)
+		if ((e->endpoints[i] = strdup(o->endpoints[i])) == NULL)
+			goto fail;
+	e->username = dup_or_null(o->username);
+	e->password = dup_or_null(o->password);
+	e->ca = dup_or_null(o->ca);
+	e->cert = dup_or_null(o->cert);
+	e->key = dup_or_null(o->key);
+	e->timeout_ms = o->timeout_ms ? o->timeout_ms : 2000;
+	if ((e->curl = curl_easy_init()) == NULL)
+		goto fail;
+	return e;
+fail:
+	etcd_free(e);
+	return NULL;
+}
+
+void etcd_free(struct etcd *e)
+{
+	if (e == NULL)
+		return;
+	for (size_t i = 0; e->endpoints != NULL && i < e->nendpoints; i++)
+		free(e->endpoints[i]);
+	free(e->endpoints);
+	free(e->username);
+	if (e->password != NULL)
+		explicit_bzero(e->password, strlen(e->password));
+	free(e->password);
+	free(e->ca);
+	free(e->cert);
+	free(e->key);
+	free(e->token);
+	if (e->curl != NULL)
+		curl_easy_cleanup(e->curl);
+	free(e);
+}
+
+const char *etcd_error(const struct etcd *e)
+{
+	return e->err;
+}
+
+const char *etcd_member(const struct etcd *e)
+{
+	return e->member;
+}
+
+const char *etcd_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case ETCD_E_UNAVAILABLE:
+		return "no etcd member answered";
+	case ETCD_E_PROTOCOL:
+		return "etcd's answer was not understood";
+	case ETCD_E_SERVER:
+		return "etcd refused the request";
+	case ETCD_E_COMPACTED:
+		return "the revision was compacted away";
+	case ETCD_E_AUTH:
+		return "etcd authentication failed or permission denied";
+	case ETCD_E_STOPPED:
+		return "stopped";
+	case ETCD_E_NOMEM:
+		return "out of memory";
+	default:
+		return "unknown etcd error";
+	}
+}
+
+__attribute__((format(printf, 2, 3))) static void set_err(struct etcd *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->err, sizeof(e->err), fmt, ap);
+	va_end(ap);
+}
+
+const char *etcd_prefix_end(const char *prefix, char *buf, size_t size)
+{
+	size_t n = strlen(prefix);
+	if (n == 0 || n + 1 > size) {
+		/* the whole key space: etcd's "\0" end */
+		snprintf(buf, size, "%s", "");
+		return buf;
+	}
+	memcpy(buf, prefix, n + 1);
+	/* etcd's convention: the prefix with its last byte plus one (a '/'
+	 * becomes '0'); prefixes here are printable text, never 0xff. */
+	buf[n - 1] = (char)((unsigned char)buf[n - 1] + 1);
+	return buf;
+}
+
+/* ---- base64 (libcrypto's codec; etcd's gateway uses the standard alphabet with padding) ---- */
+
+static char *b64_encode(const void *data, size_t len)
+{
+	size_t out = 4 * ((len + 2) / 3) + 1;
+	char *s = malloc(out);
+	if (s != NULL)
+		EVP_EncodeBlock((unsigned char *)s, data, (int)len);
+	return s;
+}
+
+/* Strict: only the alphabet, length a multiple of 4, padding only at the end. @return malloc'd, NUL-terminated. */
+static uint8_t *b64_decode(const char *s, size_t *len)
+{
+	size_t n = strlen(s);
+	if (n % 4 != 0 || n > INT32_MAX)
+		return NULL;
+	size_t pad = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+		             c == '/';
+		if (c == '=' && i >= n - 2) {
+			pad++;
+			continue;
+		}
+		if (!alpha || pad > 0)
+			return NULL;
+	}
+	uint8_t *out = malloc(n / 4 * 3 + 1);
+	if (out == NULL)
+		return NULL;
+	int got = n > 0 ? EVP_DecodeBlock(out, (const unsigned char *)s, (int)n) : 0;
+	if (got < 0 || (size_t)got < pad) {
+		free(out);
+		return NULL;
+	}
+	*len = (size_t)got - pad; /* EVP_DecodeBlock counts padding as zero bytes */
+	out[*len] = '\0';
+	return out;
+}
+
+/* ---- JSON fields ---- */
+
+/* A 64-bit integer field: the gateway writes them as strings; absent is 0. */
+static bool j_i64(json_object *o, const char *k, int64_t *out)
+{
+	json_object *v;
+	*out = 0;
+	if (!json_object_object_get_ex(o, k, &v) || v == NULL)
+		return true;
+	if (json_object_is_type(v, json_type_int)) {
+		*out = json_object_get_int64(v);
+		return true;
+	}
+	if (!json_object_is_type(v, json_type_string))
+		return false;
+	const char *s = json_object_get_string(v);
+	char *end;
+	errno = 0;
+	long long x = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || (s[0] != '-' && (s[0] < '0' || s[0] > '9')))
+		return false;
+	*out = x;
+	return true;
+}
+
+static bool j_u64(json_object *o, const char *k, uint64_t *out)
+{
+	json_object *v;
+	*out = 0;
+	if (!json_object_object_get_ex(o, k, &v) || v == NULL)
+		return true;
+	if (!json_object_is_type(v, json_type_string))
+		return false;
+	const char *s = json_object_get_string(v);
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || s[0] < '0' || s[0] > '9')
+		return false;
+	*out = x;
+	return true;
+}
+
+static bool j_bool(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_boolean) &&
+	       json_object_get_boolean(v);
+}
+
+static const char *j_str(json_object *o, const char *k)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static bool j_header(json_object *o, int64_t *revision, uint64_t *cluster)
+{
+	json_object *h;
+	*revision = 0;
+	*cluster = 0;
+	if (!json_object_object_get_ex(o, "header", &h) || !json_object_is_type(h, json_type_object))
+		return false;
+	return j_i64(h, "revision", revision) && j_u64(h, "cluster_id", cluster) && *revision >= 0;
+}
+
+static void kv_clear(struct etcd_kv *kv)
+{
+	free(kv->key);
+	free(kv->value);
+	memset(kv, 0, sizeof(*kv));
+}
+
+/* A KeyValue: key required; value may be absent (empty, or a delete event). */
+static bool j_kv(json_object *o, struct etcd_kv *kv)
+{
+	memset(kv, 0, sizeof(*kv));
+	const char *k = j_str(o, "key"), *v = j_str(o, "value");
+	if (k == NULL || (kv->key = (char *)b64_decode(k, &kv->keylen)) == NULL)
+		return false;
+	if (strlen(kv->key) != kv->keylen) /* keys are our text: a NUL inside is not ours */
+		goto bad;
+	if (v != NULL) {
+		if ((kv->value = b64_decode(v, &kv->vlen)) == NULL)
+			goto bad;
+	} else if ((kv->value = calloc(1, 1)) == NULL) {
+		goto bad;
+	}
+	if (!j_i64(o, "create_revision", &kv->create_revision) || !j_i64(o, "mod_revision", &kv->mod_revision) ||
+	    !j_i64(o, "lease", &kv->lease) || kv->mod_revision < 0 || kv->create_revision < 0)
+		goto bad;
+	return true;
+bad:
+	kv_clear(kv);
+	return false;
+}
+
+static json_object *j_b64(const void *data, size_t len)
+{
+	char *s = b64_encode(data, len);
+	if (s == NULL)
+		return NULL;
+	json_object *o = json_object_new_string(s);
+	free(s);
+	return o;
+}
+
+/* ---- HTTP ---- */
+
+struct body {
+	char *buf;
+	size_t len, cap;
+	bool too_big;
+};
+
+static size_t body_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct body *b = arg;
+	size_t n = size * nmemb;
+	if (b->len + n + 1 > ETCD_BODY_MAX) {
+		b->too_big = true;
+		return 0;
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *nb = realloc(b->buf, cap);
+		if (nb == NULL)
+			return 0;
+		b->buf = nb;
+		b->cap = cap;
+	}
+	memcpy(b->buf + b->len, data, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+	return n;
+}
+
+/* Options common to every request to url. */
+static struct curl_slist *setup(struct etcd *e, const char *url, const char *body)
+{
+	CURL *c = e->curl;
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
+	/* etcd is reached directly: no proxy from the environment */
+	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 5L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 2L);
+	if (e->ca != NULL)
+		curl_easy_setopt(c, CURLOPT_CAINFO, e->ca);
+	if (e->cert != NULL)
+		curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert);
+	if (e->key != NULL)
+		curl_easy_setopt(c, CURLOPT_SSLKEY, e->key);
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	if (h != NULL && e->token != NULL) {
+		char auth[1024];
+		snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
+		struct curl_slist *h2 = curl_slist_append(h, auth);
+		if (h2 != NULL)
+			h = h2;
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	return h;
+}
+
+/* gRPC codes etcd answers with (google.golang.org/grpc/codes). */
+enum { GRPC_OUT_OF_RANGE = 11, GRPC_UNAVAILABLE = 14, GRPC_PERMISSION_DENIED = 7, GRPC_UNAUTHENTICATED = 16,
+       GRPC_INVALID_ARGUMENT = 3, GRPC_FAILED_PRECONDITION = 9 };
+
+/* An error answer: {"error": "...", "code": N, "message": "..."}. @return the ETCD_E_* for it. */
+static int error_answer(struct etcd *e, const char *url, long status, json_object *o)
+{
+	int64_t code = 0;
+	const char *msg = o != NULL ? j_str(o, "message") : NULL;
+	if (o != NULL)
+		j_i64(o, "code", &code);
+	set_err(e, "%s: HTTP %ld%s%s", url, status, msg ? ": " : "", msg ? msg : "");
+	if (code == GRPC_OUT_OF_RANGE && msg != NULL && strstr(msg, "compacted") != NULL)
+		return ETCD_E_COMPACTED;
+	if (code == GRPC_PERMISSION_DENIED || code == GRPC_UNAUTHENTICATED)
+		return ETCD_E_AUTH;
+	if (code == GRPC_UNAVAILABLE || status == 503 || status == 502)
+		return ETCD_E_UNAVAILABLE;
+	return ETCD_E_SERVER;
+}
+
+static int authenticate(struct etcd *e);
+
+/*
+ * POST body to path on a member: the last one that answered first, then the
+ * others. A member that cannot be reached, times out or has no leader is
+ * passed over; any other answer is final.
+ * @return 0 (*out: the parsed answer, json_object_put it), ETCD_E_*.
+ */
+static int request(struct etcd *e, const char *path, const char *body, json_object **out)
+{
+	int rc = ETCD_E_UNAVAILABLE;
+	bool reauthed = false;
+	*out = NULL;
+	for (size_t tried = 0; tried < e->nendpoints; tried++) {
+		size_t i = (e->cur + tried) % e->nendpoints;
+		char url[512];
+		snprintf(url, sizeof(url), "%s%s", e->endpoints[i], path);
+		struct body b = { 0 };
+		struct curl_slist *h = setup(e, url, body);
+		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+		curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, body_write);
+		curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
+		CURLcode cc = curl_easy_perform(e->curl);
+		curl_slist_free_all(h);
+		long status = 0;
+		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+		if (cc != CURLE_OK) {
+			if (b.too_big)
+				set_err(e, "%s: answer larger than %zu bytes", url, ETCD_BODY_MAX);
+			else
+				set_err(e, "%s: %s", url, curl_easy_strerror(cc));
+			free(b.buf);
+			rc = b.too_big ? ETCD_E_PROTOCOL : ETCD_E_UNAVAILABLE;
+			if (b.too_big)
+				return rc;
+			continue;
+		}
+		json_object *o = b.buf != NULL ? json_tokener_parse(b.buf) : NULL;
+		free(b.buf);
+		if (status == 200 && o != NULL && json_object_is_type(o, json_type_object)) {
+			e->cur = i;
+			snprintf(e->member, sizeof(e->member), "%s", e->endpoints[i]);
+			*out = o;
+			return 0;
+		}
+		rc = o != NULL || status != 200 ? error_answer(e, url, status, o) : ETCD_E_PROTOCOL;
+		if (rc == ETCD_E_PROTOCOL)
+			set_err(e, "%s: HTTP %ld with a body that is not a JSON object", url, status);
+		json_object_put(o);
+		if (rc == ETCD_E_AUTH && e->username != NULL && !reauthed && strcmp(path, "/v3/auth/authenticate") != 0) {
+			/* a token expires (etcd's simple tokens after 5 minutes idle): once more with a new one */
+			reauthed = true;
+			free(e->token);
+			e->token = NULL;
+			if ((rc = authenticate(e)) != 0)
+				return rc;
+			tried--;
+			continue;
+		}
+		if (rc != ETCD_E_UNAVAILABLE)
+			return rc;
+	}
+	return rc;
+}
+
+static int authenticate(struct etcd *e)
+{
+	json_object *req = json_object_new_object(), *ans = NULL;
+	if (req == NULL)
+		return ETCD_E_NOMEM;
+	json_object_object_add(req, "name", json_object_new_string(e->username));
+	json_object_object_add(req, "password", json_object_new_string(e->password ? e->password : ""));
+	const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	int rc = body ? request(e, "/v3/auth/authenticate", body, &ans) : ETCD_E_NOMEM;
+	json_object_put(req);
+	if (rc != 0)
+		return rc;
+	const char *token = j_str(ans, "token");
+	if (token == NULL || strlen(token) > 512 || strpbrk(token, "\r\n") != NULL) {
+		set_err(e, "etcd authentication: no usable token in the answer");
+		json_object_put(ans);
+		return ETCD_E_PROTOCOL;
+	}
+	e->token = strdup(token);
+	json_object_put(ans);
+	return e->token != NULL ? 0 : ETCD_E_NOMEM;
+}
+
+/* request() with a JSON body, authenticating first when a user is set. */
+static int call(struct etcd *e, const char *path, json_object *req, json_object **out)
+{
+	*out = NULL;
+	if (req == NULL)
+		return ETCD_E_NOMEM;
+	int rc = 0;
+	if (e->username != NULL && e->token == NULL)
+		rc = authenticate(e);
+	if (rc == 0) {
+		const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+		rc = body != NULL ? request(e, path, body, out) : ETCD_E_NOMEM;
+	}
+	json_object_put(req);
+	return rc;
+}
+
+/* ---- KV ---- */
+
+void etcd_range_free(struct etcd_range *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		kv_clear(&r->kvs[i]);
+	free(r->kvs);
+	memset(r, 0, sizeof(*r));
+}
+
+int etcd_get(struct etcd *e, const char *key, const char *end, int64_t revision, size_t limit,
+             struct etcd_range *out)
+{
+	memset(out, 0, sizeof(*out));
+	json_object *req = json_object_new_object(), *ans;
+	if (req == NULL)
+		return ETCD_E_NOMEM;
+	json_object_object_add(req, "key", j_b64(key, strlen(key)));
+	if (end != NULL)
+		json_object_object_add(req, "range_end", j_b64(end, strlen(end)));
+	if (revision > 0)
+		json_object_object_add(req, "revision", json_object_new_int64(revision));
+	if (limit > 0)
+		json_object_object_add(req, "limit", json_object_new_int64((int64_t)limit));
+	int rc = call(e, "/v3/kv/range", req, &ans);
+	if (rc != 0)
+		return rc;
+	json_object *kvs = NULL;
+	rc = ETCD_E_PROTOCOL;
+	if (!j_header(ans, &out->revision, &out->cluster))
+		goto done;
+	out->more = j_bool(ans, "more");
+	if (json_object_object_get_ex(ans, "kvs", &kvs)) {
+		if (!json_object_is_type(kvs, json_type_array))
+			goto done;
+		size_t n = json_object_array_length(kvs);
+		if (n > 0 && (out->kvs = calloc(n, sizeof(*out->kvs))) == NULL) {
+			rc = ETCD_E_NOMEM;
+			goto done;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (!j_kv(json_object_array_get_idx(kvs, i), &out->kvs[i]))
+				goto done;
+			out->n++;
+		}
+	}
+	rc = 0;
+done:
+	if (rc == ETCD_E_PROTOCOL)
+		set_err(e, "%s: a range answer that is not etcd's", e->member);
+	if (rc != 0)
+		etcd_range_free(out);
+	json_object_put(ans);
+	return rc;
+}
+
+int etcd_txn(struct etcd *e, const struct etcd_cmp *cmp, size_t ncmp, const struct etcd_op *ops, size_t nops,
+             bool *succeeded, int64_t *revision)
+{
+	*succeeded = false;
+	json_object *req = json_object_new_object(), *jc = json_object_new_array(), *js = json_object_new_array(),
+	            *ans;
+	if (req == NULL || jc == NULL || js == NULL) {
+		json_object_put(req);
+		json_object_put(jc);
+		json_object_put(js);
+		return ETCD_E_NOMEM;
+	}
+	for (size_t i = 0; i < ncmp; i++) {
+		json_object *c = json_object_new_object();
+		json_object_object_add(c, "result", json_object_new_string("EQUAL"));
+		json_object_object_add(c, "target", json_object_new_string("MOD"));
+		json_object_object_add(c, "key", j_b64(cmp[i].key, strlen(cmp[i].key)));
+		json_object_object_add(c, "mod_revision", json_object_new_int64(cmp[i].mod_revision));
+		json_object_array_add(jc, c);
+	}
+	for (size_t i = 0; i < nops; i++) {
+		json_object *op = json_object_new_object(), *r = json_object_new_object();
+		json_object_object_add(r, "key", j_b64(ops[i].key, strlen(ops[i].key)));
+		if (ops[i].del) {
+			json_object_object_add(op, "request_delete_range", r);
+		} else {
+			json_object_object_add(r, "value", j_b64(ops[i].value, ops[i].vlen));
+			if (ops[i].lease != 0)
+				json_object_object_add(r, "lease", json_object_new_int64(ops[i].lease));
+			json_object_object_add(op, "request_put", r);
+		}
+		json_object_array_add(js, op);
+	}
+	json_object_object_add(req, "compare", jc);
+	json_object_object_add(req, "success", js);
+	int rc = call(e, "/v3/kv/txn", req, &ans);
+	if (rc != 0)
+		return rc;
+	int64_t rev;
+	uint64_t cluster;
+	if (!j_header(ans, &rev, &cluster)) {
+		set_err(e, "%s: a transaction answer without its header", e->member);
+		json_object_put(ans);
+		return ETCD_E_PROTOCOL;
+	}
+	*succeeded = j_bool(ans, "succeeded");
+	if (revision != NULL)
+		*revision = rev;
+	json_object_put(ans);
+	return 0;
+}
+
+/* ---- leases ---- */
+
+int etcd_lease_grant(struct etcd *e, unsigned ttl, int64_t *id)
+{
+	json_object *req = json_object_new_object(), *ans;
+	if (req == NULL)
+		return ETCD_E_NOMEM;
+	json_object_object_add(req, "TTL", json_object_new_int64(ttl));
+	int rc = call(e, "/v3/lease/grant", req, &ans);
+	if (rc != 0)
+		return rc;
+	int64_t granted;
+	if (!j_i64(ans, "ID", id) || *id == 0 || !j_i64(ans, "TTL", &granted) || granted <= 0) {
+		const char *err = j_str(ans, "error");
+		set_err(e, "%s: lease not granted%s%s", e->member, err ? ": " : "", err ? err : "");
+		rc = err ? ETCD_E_SERVER : ETCD_E_PROTOCOL;
+	}
+	json_object_put(ans);
+	return rc;
+}
+
+int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl)
+{
+	json_object *req = json_object_new_object(), *ans;
+	if (req == NULL)
+		return ETCD_E_NOMEM;
+	json_object_object_add(req, "ID", json_object_new_int64(id));
+	/* a stream on the gRPC side: the gateway answers one message per request */
+	int rc = call(e, "/v3/lease/keepalive", req, &ans);
+	if (rc != 0)
+		return rc;
+	json_object *res;
+	if (!json_object_object_get_ex(ans, "result", &res) || !json_object_is_type(res, json_type_object) ||
+	    !j_i64(res, "TTL", ttl)) {
+		set_err(e, "%s: a keepalive answer that is not etcd's", e->member);
+		rc = ETCD_E_PROTOCOL;
+	}
+	json_object_put(ans);
+	return rc;
+}
+
+int etcd_lease_revoke(struct etcd *e, int64_t id)
+{
+	json_object *req = json_object_new_object(), *ans;
+	if (req == NULL)
+		return ETCD_E_NOMEM;
+	json_object_object_add(req, "ID", json_object_new_int64(id));
+	int rc = call(e, "/v3/lease/revoke", req, &ans);
+	json_object_put(ans);
+	return rc;
+}
+
+/* ---- watch ---- */
+
+struct watch {
+	struct etcd *e;
+	json_tokener *tok;
+	size_t fed;          /* bytes of the object being parsed */
+	etcd_watch_fn fn;
+	void *arg;
+	const atomic_bool *stop;
+	const char *member;  /* the endpoint watched */
+	int rc;              /* why the transfer was cut: fn's value or an ETCD_E_* */
+	int64_t compacted;
+	bool created;
+};
+
+static void events_free(struct etcd_event *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		kv_clear(&ev[i].kv);
+	free(ev);
+}
+
+/* One message of the stream. @return 0 to go on, or the reason to stop. */
+static int watch_message(struct watch *w, json_object *o)
+{
+	json_object *res;
+	if (!json_object_is_type(o, json_type_object))
+		return ETCD_E_PROTOCOL;
+	if (!json_object_object_get_ex(o, "result", &res)) {
+		json_object *err;
+		if (json_object_object_get_ex(o, "error", &err)) {
+			const char *msg = json_object_is_type(err, json_type_object) ? j_str(err, "message") : NULL;
+			set_err(w->e, "%s: watch ended: %s", w->e->member, msg ? msg : "(no message)");
+			return ETCD_E_UNAVAILABLE;
+		}
+		return ETCD_E_PROTOCOL;
+	}
+	if (!json_object_is_type(res, json_type_object))
+		return ETCD_E_PROTOCOL;
+	int64_t rev, compact;
+	uint64_t cluster;
+	if (!j_header(res, &rev, &cluster) || !j_i64(res, "compact_revision", &compact))
+		return ETCD_E_PROTOCOL;
+	if (compact > 0) {
+		w->compacted = compact;
+		set_err(w->e, "%s: watch from a compacted revision (oldest kept %" PRId64 ")", w->e->member, compact);
+		return ETCD_E_COMPACTED;
+	}
+	if (j_bool(res, "canceled")) {
+		const char *why = j_str(res, "cancel_reason");
+		set_err(w->e, "%s: watch cancelled%s%s", w->e->member, why ? ": " : "", why ? why : "");
+		return ETCD_E_SERVER;
+	}
+	if (j_bool(res, "created") && !w->created) {
+		w->created = true;
+		snprintf(w->e->member, sizeof(w->e->member), "%s", w->member);
+		int rc = w->fn(NULL, 0, rev, cluster, w->arg); /* the watch is live from here */
+		if (rc != 0)
+			return rc;
+	}
+	json_object *evs;
+	if (!json_object_object_get_ex(res, "events", &evs))
+		return 0;
+	if (!json_object_is_type(evs, json_type_array))
+		return ETCD_E_PROTOCOL;
+	size_t n = json_object_array_length(evs);
+	if (n == 0)
+		return 0;
+	struct etcd_event *ev = calloc(n, sizeof(*ev));
+	if (ev == NULL)
+		return ETCD_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		json_object *x = json_object_array_get_idx(evs, i), *kv;
+		const char *type = json_object_is_type(x, json_type_object) ? j_str(x, "type") : NULL;
+		if (!json_object_is_type(x, json_type_object) || !json_object_object_get_ex(x, "kv", &kv) ||
+		    !json_object_is_type(kv, json_type_object) || (type && strcmp(type, "DELETE") && strcmp(type, "PUT")) ||
+		    !j_kv(kv, &ev[i].kv)) {
+			events_free(ev, i);
+			return ETCD_E_PROTOCOL;
+		}
+		ev[i].del = type != NULL && strcmp(type, "DELETE") == 0;
+	}
+	int rc = w->fn(ev, n, rev, cluster, w->arg);
+	events_free(ev, n);
+	return rc;
+}
+
+static size_t watch_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct watch *w = arg;
+	size_t n = size * nmemb, off = 0;
+	while (off < n) {
+		size_t chunk = n - off;
+		if (chunk > INT32_MAX)
+			chunk = INT32_MAX;
+		json_object *o = json_tokener_parse_ex(w->tok, data + off, (int)chunk);
+		enum json_tokener_error je = json_tokener_get_error(w->tok);
+		size_t used = json_tokener_get_parse_end(w->tok);
+		if (je == json_tokener_continue) {
+			w->fed += chunk;
+			if (w->fed > ETCD_WATCH_OBJECT_MAX) {
+				w->rc = ETCD_E_PROTOCOL;
+				set_err(w->e, "%s: a watch message larger than %zu bytes", w->e->member, ETCD_WATCH_OBJECT_MAX);
+				return 0;
+			}
+			return n;
+		}
+		if (je != json_tokener_success || o == NULL) {
+			json_object_put(o);
+			w->rc = ETCD_E_PROTOCOL;
+			set_err(w->e, "%s: the watch stream is not JSON: %s", w->e->member, json_tokener_error_desc(je));
+			return 0;
+		}
+		int rc = watch_message(w, o);
+		json_object_put(o);
+		json_tokener_reset(w->tok);
+		w->fed = 0;
+		if (rc != 0) {
+			w->rc = rc;
+			return 0;
+		}
+		off += used;
+		/* what separates messages (a newline) is skipped by the next parse */
+		while (off < n && (data[off] == '\n' || data[off] == '\r' || data[off] == ' '))
+			off++;
+	}
+	return n;
+}
+
+static int watch_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct watch *w = arg;
+	if (w->stop != NULL && atomic_load(w->stop)) {
+		w->rc = ETCD_E_STOPPED;
+		return 1;
+	}
+	return 0;
+}
+
+int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_revision, etcd_watch_fn fn,
+               void *arg, const atomic_bool *stop, int64_t *compacted)
+{
+	*compacted = 0;
+	if (e->username != NULL && e->token == NULL) {
+		int rc = authenticate(e);
+		if (rc != 0)
+			return rc;
+	}
+	json_object *req = json_object_new_object(), *cr = json_object_new_object();
+	if (req == NULL || cr == NULL) {
+		json_object_put(req);
+		json_object_put(cr);
+		return ETCD_E_NOMEM;
+	}
+	json_object_object_add(cr, "key", j_b64(key, strlen(key)));
+	if (end != NULL)
+		json_object_object_add(cr, "range_end", j_b64(end, strlen(end)));
+	if (start_revision > 0)
+		json_object_object_add(cr, "start_revision", json_object_new_int64(start_revision));
+	json_object_object_add(req, "create_request", cr);
+	char *body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	json_object_put(req);
+	if (body == NULL)
+		return ETCD_E_NOMEM;
+	struct watch w = { .e = e, .fn = fn, .arg = arg, .stop = stop };
+	int rc = ETCD_E_UNAVAILABLE;
+	/* one member per call: the caller loops, and comes back here from the
+	 * revision it has reached, so a member that dies loses nothing */
+	size_t i = e->cur % e->nendpoints;
+	char url[512];
+	snprintf(url, sizeof(url), "%s/v3/watch", e->endpoints[i]);
+	w.member = e->endpoints[i];
+	if ((w.tok = json_tokener_new()) == NULL) {
+		free(body);
+		return ETCD_E_NOMEM;
+	}
+	struct curl_slist *h = setup(e, url, body);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, watch_write);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &w);
+	curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, watch_progress);
+	curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, &w);
+	CURLcode cc = curl_easy_perform(e->curl);
+	curl_slist_free_all(h);
+	long status = 0;
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (w.rc != 0) {
+		rc = w.rc;
+	} else if (cc != CURLE_OK) {
+		set_err(e, "%s: %s", url, curl_easy_strerror(cc));
+		rc = ETCD_E_UNAVAILABLE;
+	} else {
+		set_err(e, "%s: the watch stream ended (HTTP %ld)", url, status);
+		rc = status == 200 ? ETCD_E_UNAVAILABLE : ETCD_E_SERVER;
+	}
+	if (rc == ETCD_E_UNAVAILABLE || (rc == ETCD_E_SERVER && !w.created))
+		e->cur = (i + 1) % e->nendpoints; /* the next attempt goes to another member */
+	if (rc == ETCD_E_AUTH || (status == 401)) {
+		free(e->token);
+		e->token = NULL;
+	}
+	*compacted = w.compacted;
+	json_tokener_free(w.tok);
+	free(body);
+	return rc;
+}
