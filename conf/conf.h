@@ -105,6 +105,19 @@ struct conf_option {
 	char *value;
 };
 
+/* store.etcd: a fleet's shared store. */
+struct conf_etcd {
+	size_t nendpoints;       /* none: no shared store, the local LMDB store is the truth */
+	struct conf_addr *endpoints;
+	char *prefix;            /* key prefix, "/" at both ends */
+	char *name;              /* this node's name in the fleet; "" = the host name */
+	char *username;          /* etcd authentication; "" = none */
+	char *password_file;     /* the password, first line of this file */
+	char *ca, *cert, *key;   /* TLS (https) when ca or cert is set; files */
+	unsigned timeout_ms;     /* per request */
+	unsigned lease_ttl;      /* seconds a dead node's registration outlives it */
+};
+
 struct conf {
 	char *path;
 
@@ -182,17 +195,7 @@ struct conf {
 
 	/* The shared store of a fleet (store.etcd); server.store stays the local copy. */
 	struct {
-		struct {
-			size_t nendpoints;       /* none: no shared store, the local LMDB store is the truth */
-			struct conf_addr *endpoints;
-			char *prefix;            /* key prefix, "/" at both ends */
-			char *name;              /* this node's name in the fleet; "" = the host name */
-			char *username;          /* etcd authentication; "" = none */
-			char *password_file;     /* the password, first line of this file */
-			char *ca, *cert, *key;   /* TLS (https) when ca or cert is set; files */
-			unsigned timeout_ms;     /* per request */
-			unsigned lease_ttl;      /* seconds a dead node's registration outlives it */
-		} etcd;
+		struct conf_etcd etcd;
 	} store;
 
 	struct {

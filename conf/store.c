@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <lmdb.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +36,24 @@
 
 #define META_VERSION "version"
 #define META_FORMAT "format"
+#define META_MIRROR_CLUSTER "mirror_cluster"   /* the shared store's cluster id */
+#define META_MIRROR_REVISION "mirror_revision" /* and the revision applied */
+
+/* Why the last remote call of this thread failed. */
+static _Thread_local char remote_error[512];
+
+void store_remote_error_set(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(remote_error, sizeof(remote_error), fmt, ap);
+	va_end(ap);
+}
+
+const char *store_remote_error(void)
+{
+	return remote_error[0] ? remote_error : "no detail";
+}
 
 struct store {
 	MDB_env *env;
@@ -53,6 +72,9 @@ struct store {
 	 * size: LMDB requires that no transaction of this process is active
 	 * then, and with MDB_NOTLS other threads may be reading. */
 	pthread_rwlock_t maplock;
+	/* A shared store (store_open_remote): every call goes to remote, none to LMDB. */
+	const struct store_remote_ops *remote;
+	void *impl;
 };
 
 /*
@@ -677,10 +699,32 @@ int store_open(const char *dir, bool readonly, struct store **out)
 	return store_open_size(dir, readonly, 0, out);
 }
 
+int store_open_remote(const struct store_remote_ops *ops, void *impl, struct store **out)
+{
+	struct store *s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	s->remote = ops;
+	s->impl = impl;
+	s->has_standby = s->has_plan = true;
+	*out = s;
+	return 0;
+}
+
+bool store_is_remote(const struct store *s)
+{
+	return s != NULL && s->remote != NULL;
+}
+
 void store_close(struct store *s)
 {
 	if (s == NULL)
 		return;
+	if (s->remote != NULL) {
+		s->remote->close(s->impl);
+		free(s);
+		return;
+	}
 	mdb_env_close(s->env);
 	pthread_rwlock_destroy(&s->maplock);
 	free(s->dir);
@@ -761,35 +805,48 @@ static bool name_in(const char *const *names, size_t n, const MDB_val *k)
 	return false;
 }
 
+int store_stamp(const struct store_domain *old, const struct store_domain *in, const char *user, int64_t now,
+                struct store_domain *out)
+{
+	*out = *in;
+	if (old != NULL) {
+		if (same_content(old, in))
+			return 0;
+		out->added = old->added;
+		memcpy(out->added_by, old->added_by, sizeof(out->added_by));
+		out->changed = now;
+		snprintf(out->changed_by, sizeof(out->changed_by), "%s", user);
+		return 1;
+	}
+	/* A record that does not decode is overwritten as if new: the operator
+	 * is replacing what could not be read. */
+	if (!has_history(in)) {
+		out->added = out->changed = now;
+		snprintf(out->added_by, sizeof(out->added_by), "%s", user);
+		snprintf(out->changed_by, sizeof(out->changed_by), "%s", user);
+	}
+	return 2;
+}
+
 /* Write one entry inside txn, stamped as store_put_by says. @return an LMDB code. */
 static int put_one(struct store *s, MDB_txn *txn, const struct store_domain *in, const char *user,
                    int64_t now, struct store_counts *counts)
 {
 	MDB_val k = { strlen(in->name), (void *)in->name }, v;
-	struct store_domain d = *in, old;
+	struct store_domain d, old;
 	int rc = mdb_get(txn, s->domains, &k, &v);
-	if (rc == MDB_SUCCESS &&
-	    store_record_decode(k.mv_data, k.mv_size, v.mv_data, v.mv_size, &old) == 0) {
-		if (same_content(&old, &d)) {
-			counts->unchanged++;
-			return MDB_SUCCESS;
-		}
-		d.added = old.added;
-		memcpy(d.added_by, old.added_by, sizeof(d.added_by));
-		d.changed = now;
-		snprintf(d.changed_by, sizeof(d.changed_by), "%s", user);
-		counts->changed++;
-	} else if (rc == MDB_SUCCESS || rc == MDB_NOTFOUND) {
-		/* A record that does not decode is overwritten as if new: the
-		 * operator is replacing what could not be read. */
-		if (!has_history(&d)) {
-			d.added = d.changed = now;
-			snprintf(d.added_by, sizeof(d.added_by), "%s", user);
-			snprintf(d.changed_by, sizeof(d.changed_by), "%s", user);
-		}
-		counts->added++;
-	} else {
+	if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
 		return rc;
+	bool have = rc == MDB_SUCCESS && store_record_decode(k.mv_data, k.mv_size, v.mv_data, v.mv_size, &old) == 0;
+	switch (store_stamp(have ? &old : NULL, in, user, now, &d)) {
+	case 0:
+		counts->unchanged++;
+		return MDB_SUCCESS;
+	case 1:
+		counts->changed++;
+		break;
+	default:
+		counts->added++;
 	}
 	uint8_t rec[STORE_RECORD_MAX];
 	int len = store_record_encode(&d, rec, sizeof(rec));
@@ -884,6 +941,8 @@ static int write_batch(struct store *s, const struct store_domain *d, size_t n, 
 			return -EINVAL;
 	if (n == 0 && !replace)
 		return 0;
+	if (s->remote != NULL)
+		return s->remote->write_domains(s->impl, d, n, user, replace, counts);
 	const char **names = NULL;
 	if (replace && n > 0) {
 		if ((names = malloc(n * sizeof(*names))) == NULL)
@@ -943,6 +1002,8 @@ int store_del(struct store *s, const char *name)
 	size_t len = strlen(name);
 	if (!name_is_normalized(name, len))
 		return -EINVAL;
+	if (s->remote != NULL)
+		return s->remote->put(s->impl, STORE_KIND_DOMAIN, name, NULL, 0);
 	for (int tries = 0;; tries++) {
 		MDB_txn *txn;
 		int err = txn_begin(s, 0, &txn);
@@ -973,6 +1034,16 @@ int store_get(struct store *s, const char *name, struct store_domain *out)
 	size_t len = strlen(name);
 	if (len == 0 || len >= sizeof(out->name))
 		return -EINVAL;
+	if (s->remote != NULL) {
+		uint8_t *v;
+		size_t vlen;
+		int err = s->remote->get(s->impl, STORE_KIND_DOMAIN, name, &v, &vlen);
+		if (err == 0) {
+			err = store_record_decode(name, len, v, vlen, out);
+			free(v);
+		}
+		return err;
+	}
 	MDB_txn *txn;
 	int err = txn_begin(s, MDB_RDONLY, &txn);
 	if (err != 0)
@@ -987,10 +1058,40 @@ int store_get(struct store *s, const char *name, struct store_domain *out)
 	return err;
 }
 
+struct remote_each {
+	int (*domain_fn)(const struct store_domain *d, void *arg);
+	int (*standby_fn)(const struct store_standby *b, void *arg);
+	void *arg;
+	bool corrupt; /* a standby record was skipped */
+};
+
+static int remote_domain(const char *key, const uint8_t *val, size_t len, void *arg)
+{
+	struct remote_each *r = arg;
+	struct store_domain d;
+	int err = store_record_decode(key, strlen(key), val, len, &d);
+	return err != 0 ? err : r->domain_fn(&d, r->arg);
+}
+
+static int remote_standby(const char *key, const uint8_t *val, size_t len, void *arg)
+{
+	struct remote_each *r = arg;
+	struct store_standby b;
+	if (store_standby_decode(key, strlen(key), val, len, &b) != 0) {
+		r->corrupt = true; /* as from LMDB: skipped, reported after the others */
+		return 0;
+	}
+	return r->standby_fn(&b, r->arg);
+}
+
 int store_foreach(struct store *s, int (*fn)(const struct store_domain *d, void *arg), void *arg)
 {
 	if (s == NULL || fn == NULL)
 		return -EINVAL;
+	if (s->remote != NULL) {
+		struct remote_each r = { .domain_fn = fn, .arg = arg };
+		return s->remote->each(s->impl, STORE_KIND_DOMAIN, remote_domain, &r);
+	}
 	MDB_txn *txn;
 	int err = txn_begin(s, MDB_RDONLY, &txn);
 	if (err != 0)
@@ -1023,6 +1124,8 @@ int store_version(struct store *s, uint64_t *version)
 {
 	if (s == NULL || version == NULL)
 		return -EINVAL;
+	if (s->remote != NULL)
+		return s->remote->version(s->impl, version);
 	MDB_txn *txn;
 	int err = txn_begin(s, MDB_RDONLY, &txn);
 	if (err != 0)
@@ -1052,6 +1155,10 @@ const char *store_strerror(int err)
 		return "no space left for the store: LMDB map full / disk full";
 	case -EROFS:
 		return "store is open readonly";
+	case STORE_E_REMOTE:
+		return "the shared store failed";
+	case STORE_E_CONFLICT:
+		return "the shared store kept changing under this change (other writers); try again";
 	default:
 		if (err < 0 && err > -4096)
 			return strerror(-err);
@@ -1069,6 +1176,8 @@ const char *store_message(int err, const char *dir, char *buf, size_t size)
 		         "store directory %s does not exist (set server.create_store: true, or run "
 		         "partdnsctl domain add --create)",
 		         dir);
+	else if (err == STORE_E_REMOTE)
+		snprintf(buf, size, "shared store: %s", store_remote_error());
 	else if (err == -ENOSPC || err == -EDQUOT)
 		snprintf(buf, size, "no space left for the store (%s): LMDB map full / disk full", dir);
 	else if (err == STORE_E_VERSION && schema_refused.found != 0 &&
@@ -1143,8 +1252,9 @@ int store_standby_decode(const void *key, size_t keylen, const uint8_t *val, siz
 	return 0;
 }
 
-/* Run fn in one write transaction; the change counter moves; the map grows if needed. */
-static int write_txn(struct store *s, int (*fn)(struct store *s, MDB_txn *txn, void *arg), void *arg)
+/* Run fn in one write transaction; the change counter moves (with bump); the map grows if needed. */
+static int write_txn_ex(struct store *s, int (*fn)(struct store *s, MDB_txn *txn, void *arg), void *arg,
+                        bool bump)
 {
 	for (int tries = 0;; tries++) {
 		MDB_txn *txn;
@@ -1152,7 +1262,7 @@ static int write_txn(struct store *s, int (*fn)(struct store *s, MDB_txn *txn, v
 		if (err != 0)
 			return err;
 		int rc = fn(s, txn, arg);
-		if (rc == MDB_SUCCESS)
+		if (rc == MDB_SUCCESS && bump)
 			rc = version_bump(s, txn);
 		if (rc != MDB_SUCCESS)
 			txn_abort(s, txn);
@@ -1171,6 +1281,11 @@ static int write_txn(struct store *s, int (*fn)(struct store *s, MDB_txn *txn, v
 	}
 }
 
+static int write_txn(struct store *s, int (*fn)(struct store *s, MDB_txn *txn, void *arg), void *arg)
+{
+	return write_txn_ex(s, fn, arg, true);
+}
+
 struct standby_write_arg {
 	const char *partition;
 	const uint8_t *val;
@@ -1187,6 +1302,8 @@ static int standby_write_txn(struct store *s, MDB_txn *txn, void *arg)
 /* Put (val != NULL) or delete partition's standby record, bumping the change counter. */
 static int standby_write(struct store *s, const char *partition, const uint8_t *val, size_t vlen)
 {
+	if (s->remote != NULL)
+		return s->remote->put(s->impl, STORE_KIND_STANDBY, partition, val, vlen);
 	if (s->readonly)
 		return -EROFS;
 	if (!s->has_standby)
@@ -1218,6 +1335,11 @@ int store_standby_foreach(struct store *s, int (*fn)(const struct store_standby 
 {
 	if (s == NULL || fn == NULL)
 		return -EINVAL;
+	if (s->remote != NULL) {
+		struct remote_each r = { .standby_fn = fn, .arg = arg };
+		int err = s->remote->each(s->impl, STORE_KIND_STANDBY, remote_standby, &r);
+		return err == 0 && r.corrupt ? STORE_E_CORRUPT : err;
+	}
 	if (!s->has_standby)
 		return 0;
 	MDB_txn *txn;
@@ -1353,6 +1475,15 @@ int store_plan_put(struct store *s, const char *which, const struct store_plan *
 {
 	if (s == NULL || !plan_which_ok(which) || p == NULL || p->serial == 0)
 		return -EINVAL;
+	if (s->remote != NULL) {
+		size_t len;
+		uint8_t *b = store_plan_encode(p, &len);
+		if (b == NULL)
+			return -EINVAL;
+		int err = s->remote->put(s->impl, STORE_KIND_PLAN, which, b, len);
+		free(b);
+		return err;
+	}
 	struct plan_put_arg a = { which, p };
 	return plan_write(s, plan_put_txn, &a);
 }
@@ -1368,6 +1499,8 @@ int store_plan_del(struct store *s, const char *which)
 {
 	if (s == NULL || !plan_which_ok(which))
 		return -EINVAL;
+	if (s->remote != NULL)
+		return s->remote->put(s->impl, STORE_KIND_PLAN, which, NULL, 0);
 	return plan_write(s, plan_del_txn, (void *)which);
 }
 
@@ -1376,6 +1509,16 @@ int store_plan_get(struct store *s, const char *which, struct store_plan *out)
 	if (s == NULL || !plan_which_ok(which) || out == NULL)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
+	if (s->remote != NULL) {
+		uint8_t *v;
+		size_t len;
+		int err = s->remote->get(s->impl, STORE_KIND_PLAN, which, &v, &len);
+		if (err == 0) {
+			err = store_plan_decode(v, len, out);
+			free(v);
+		}
+		return err;
+	}
 	if (!s->has_plan)
 		return -ENOENT;
 	MDB_txn *txn;
@@ -1413,5 +1556,134 @@ int store_plan_activate(struct store *s, int64_t now)
 {
 	if (s == NULL)
 		return -EINVAL;
+	if (s->remote != NULL)
+		return s->remote->plan_activate(s->impl, now);
 	return plan_write(s, plan_activate_txn, &now);
+}
+
+/* ---- the local mirror of a shared store ---- */
+
+struct mirror_arg {
+	const struct store_change *ch;
+	size_t n;
+	bool full;
+	uint64_t cluster;
+	int64_t revision;
+	size_t nbad;
+	bool plan_changed;
+};
+
+/* Does the record decode as its kind says? (What the daemon will read back.) */
+static bool mirror_record_ok(const struct store_change *c)
+{
+	size_t klen = strlen(c->key);
+	if (klen == 0)
+		return false;
+	if (c->val == NULL)
+		return c->kind != STORE_KIND_PLAN || plan_which_ok(c->key);
+	switch (c->kind) {
+	case STORE_KIND_DOMAIN: {
+		struct store_domain d;
+		return store_record_decode(c->key, klen, c->val, c->len, &d) == 0;
+	}
+	case STORE_KIND_STANDBY: {
+		struct store_standby b;
+		return store_standby_decode(c->key, klen, c->val, c->len, &b) == 0;
+	}
+	case STORE_KIND_PLAN: {
+		struct store_plan p;
+		bool ok = plan_which_ok(c->key) && store_plan_decode(c->val, c->len, &p) == 0 && p.serial > 0;
+		store_plan_clear(&p);
+		return ok;
+	}
+	}
+	return false;
+}
+
+static int mirror_txn(struct store *s, MDB_txn *txn, void *arg)
+{
+	struct mirror_arg *a = arg;
+	int rc = MDB_SUCCESS;
+	bool any = a->full;
+	a->nbad = 0;
+	a->plan_changed = false;
+	if (a->full) {
+		/* a full copy: what is not in it is gone from the shared store */
+		if ((rc = mdb_drop(txn, s->domains, 0)) != MDB_SUCCESS || (rc = mdb_drop(txn, s->standby, 0)) != MDB_SUCCESS)
+			return rc;
+		MDB_val k = { strlen(STORE_PLAN_NEXT), (void *)STORE_PLAN_NEXT };
+		bool had = mdb_get(txn, s->plan, &k, &(MDB_val){ 0 }) == MDB_SUCCESS;
+		k = (MDB_val){ strlen(STORE_PLAN_ACTIVE), (void *)STORE_PLAN_ACTIVE };
+		had = had || mdb_get(txn, s->plan, &k, &(MDB_val){ 0 }) == MDB_SUCCESS;
+		if ((rc = mdb_drop(txn, s->plan, 0)) != MDB_SUCCESS)
+			return rc;
+		a->plan_changed = had;
+	}
+	for (size_t i = 0; i < a->n && rc == MDB_SUCCESS; i++) {
+		const struct store_change *c = &a->ch[i];
+		if (!mirror_record_ok(c)) {
+			a->nbad++; /* the last good record, if any, stays */
+			continue;
+		}
+		MDB_dbi dbi = c->kind == STORE_KIND_DOMAIN ? s->domains : c->kind == STORE_KIND_STANDBY ? s->standby : s->plan;
+		MDB_val k = { strlen(c->key), (void *)c->key }, v = { c->len, (void *)c->val };
+		rc = c->val != NULL ? mdb_put(txn, dbi, &k, &v, 0) : mdb_del(txn, dbi, &k, NULL);
+		if (rc == MDB_NOTFOUND)
+			rc = MDB_SUCCESS; /* deleted before we knew it */
+		any = true;
+		if (c->kind == STORE_KIND_PLAN)
+			a->plan_changed = true;
+	}
+	uint8_t buf[8];
+	put_be64(buf, a->cluster);
+	if (rc == MDB_SUCCESS)
+		rc = meta_put(txn, s->meta, META_MIRROR_CLUSTER, buf, sizeof(buf));
+	put_be64(buf, (uint64_t)a->revision);
+	if (rc == MDB_SUCCESS)
+		rc = meta_put(txn, s->meta, META_MIRROR_REVISION, buf, sizeof(buf));
+	if (rc == MDB_SUCCESS && any)
+		rc = version_bump(s, txn);
+	return rc;
+}
+
+int store_mirror_apply(struct store *s, const struct store_change *ch, size_t n, bool full, uint64_t cluster,
+                       int64_t revision, size_t *nbad, bool *plan_changed)
+{
+	if (s == NULL || s->remote != NULL || (ch == NULL && n > 0) || revision < 0)
+		return -EINVAL;
+	if (s->readonly || !s->has_standby || !s->has_plan)
+		return -EROFS;
+	struct mirror_arg a = { .ch = ch, .n = n, .full = full, .cluster = cluster, .revision = revision };
+	int err = write_txn_ex(s, mirror_txn, &a, false);
+	if (nbad != NULL)
+		*nbad = err == 0 ? a.nbad : 0;
+	if (plan_changed != NULL)
+		*plan_changed = err == 0 && a.plan_changed;
+	return err;
+}
+
+int store_mirror_state(struct store *s, uint64_t *cluster, int64_t *revision)
+{
+	*cluster = 0;
+	*revision = 0;
+	if (s == NULL || s->remote != NULL)
+		return -EINVAL;
+	MDB_txn *txn;
+	int err = txn_begin(s, MDB_RDONLY, &txn);
+	if (err != 0)
+		return err;
+	uint64_t c = 0, r = 0;
+	err = meta_get_u64(txn, s->meta, META_MIRROR_CLUSTER, &c);
+	if (err == 0)
+		err = meta_get_u64(txn, s->meta, META_MIRROR_REVISION, &r);
+	txn_abort(s, txn);
+	if (err == -ENOENT)
+		return 0;
+	if (err != 0)
+		return err;
+	if (r > INT64_MAX)
+		return STORE_E_CORRUPT;
+	*cluster = c;
+	*revision = (int64_t)r;
+	return 0;
 }

@@ -306,3 +306,83 @@ void store_plan_clear(struct store_plan *p);
 uint8_t *store_plan_encode(const struct store_plan *p, size_t *len);
 /** Strict inverse of store_plan_encode; out->text malloc'd (store_plan_clear). @return 0, STORE_E_CORRUPT, -ENOMEM. */
 int store_plan_decode(const uint8_t *v, size_t len, struct store_plan *out);
+
+/* ---- a shared store (store.etcd): the same calls, kept elsewhere ---- */
+
+/* A shared store could not be reached or refused a change (store_remote_error says why). */
+#define STORE_E_REMOTE (-3104)
+/* A change lost a race with another writer too many times in a row. */
+#define STORE_E_CONFLICT (-3105)
+
+/* What a record is, in a shared store and in a mirror of it. */
+enum store_kind { STORE_KIND_DOMAIN, STORE_KIND_STANDBY, STORE_KIND_PLAN };
+
+/*
+ * A store kept elsewhere (conf/store_etcd.c). The public calls above check
+ * their arguments, encode and decode records as for LMDB, and hand raw
+ * records to these; keys are a domain name, a partition name or
+ * STORE_PLAN_NEXT/ACTIVE. Every call returns 0, -ENOENT, -ENOMEM,
+ * STORE_E_REMOTE (with store_remote_error set) or STORE_E_CONFLICT.
+ */
+struct store_remote_ops {
+	/* as store_put_by/store_replace_all: d is checked; stamp with store_stamp */
+	int (*write_domains)(void *impl, const struct store_domain *d, size_t n, const char *user, bool replace,
+	                     struct store_counts *counts);
+	/* one record: *val malloc'd */
+	int (*get)(void *impl, enum store_kind kind, const char *key, uint8_t **val, size_t *len);
+	/* every record of kind, in key order, from one snapshot */
+	int (*each)(void *impl, enum store_kind kind,
+	            int (*fn)(const char *key, const uint8_t *val, size_t len, void *arg), void *arg);
+	/* put (val != NULL) or delete (-ENOENT when absent) */
+	int (*put)(void *impl, enum store_kind kind, const char *key, const uint8_t *val, size_t len);
+	/* as store_plan_activate */
+	int (*plan_activate)(void *impl, int64_t now);
+	/* the shared store's revision */
+	int (*version)(void *impl, uint64_t *version);
+	void (*close)(void *impl);
+};
+
+/** A store whose calls go to ops (impl is closed with the store). @return 0 or -ENOMEM. */
+int store_open_remote(const struct store_remote_ops *ops, void *impl, struct store **out);
+
+/** Is s a shared store (store_open_remote)? */
+bool store_is_remote(const struct store *s);
+
+/** Say why the last remote call of this thread failed (store_message shows it). */
+void store_remote_error_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/** What store_remote_error_set said last on this thread. */
+const char *store_remote_error(void);
+
+/**
+ * The record to write for in (checked) when old (NULL: none, or one that did
+ * not decode) is stored, as store_put_by says: *out = what to write.
+ * @return 0 unchanged (nothing to write), 1 changed, 2 added.
+ */
+int store_stamp(const struct store_domain *old, const struct store_domain *in, const char *user, int64_t now,
+                struct store_domain *out);
+
+/* ---- the local mirror of a shared store (the daemon with store.etcd) ---- */
+
+/* One change seen in the shared store: a record put (val) or deleted (val NULL). */
+struct store_change {
+	enum store_kind kind;
+	const char *key;
+	const uint8_t *val;
+	size_t len;
+};
+
+/**
+ * Apply changes of the shared store to this (LMDB) store in one transaction,
+ * with the revision they bring it to and the cluster they came from; with
+ * full, the domains, standby and plan records are replaced by changes.
+ * Every record is decoded strictly first: one that does not decode is left
+ * out (*nbad counts them) and the rest applied. The change counter moves
+ * when anything changed, so the daemon's poll picks it up.
+ * @param plan_changed out, optional: a plan record was put or deleted.
+ * @return 0, -EROFS, -ENOSPC, STORE_E_* / -errno.
+ */
+int store_mirror_apply(struct store *s, const struct store_change *ch, size_t n, bool full, uint64_t cluster,
+                       int64_t revision, size_t *nbad, bool *plan_changed);
+
+/** The cluster and revision the mirror last applied (0, 0: never). @return 0 or STORE_E_* / -errno. */
+int store_mirror_state(struct store *s, uint64_t *cluster, int64_t *revision);
