@@ -16,12 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/store_etcd.h"
 #include "control/server.h"
 #include "partition/partition.h"
 #include "resolver/cache.h"
 #include "resolver/chainhint.h"
 #include "resolver/clock.h"
 #include "resolver/dnstap.h"
+#include "resolver/fleet.h"
 #include "resolver/inflight.h"
 #include "resolver/inspect.h"
 #include "resolver/probe.h"
@@ -51,6 +53,12 @@ struct daemon {
 	struct snapshot_conf *boot;  /* the config started with: what restart-only keys still are */
 	pthread_mutex_t reload_lock; /* one reload at a time (SIGHUP, control, store poll) */
 	struct store *store;
+	/* store.etcd: the local store mirrors the shared one (fleet.c); shared
+	 * is the shared store itself, for activating a staged plan fleet-wide */
+	struct fleet *fleet;
+	struct store *shared;
+	atomic_bool plan_changed;    /* the mirror brought a new activated plan: reload */
+	unsigned fleet_serial;       /* the plan serial last told to the fleet */
 	struct cache *cache;
 	struct chainhint *hints; /* chain hints for the workers (query.c) */
 	struct inflight *inflight;
@@ -590,6 +598,28 @@ static int own_store(const struct privs *p, const char *dir)
 	return 0;
 }
 
+/* From the mirror thread: a plan record changed in the local store. */
+static void fleet_plan_changed(void *arg)
+{
+	struct daemon *d = arg;
+	atomic_store(&d->plan_changed, true);
+}
+
+/*
+ * store.etcd: mirror the shared store into the local one and register this
+ * node (fleet.c). Started before the first snapshot is read, so a node whose
+ * local copy is empty (a new node) copies the shared store first; a node
+ * that cannot reach etcd serves from what it has.
+ */
+static int fleet_begin(struct daemon *d, const struct conf *c)
+{
+	if (store_etcd_open(c, &d->shared) != 0) {
+		log_err("store.etcd: %s", store_remote_error());
+		return -1;
+	}
+	return fleet_start(c, d->store, fleet_plan_changed, d, &d->fleet);
+}
+
 /*
  * The plan to run: the config's, or an activated staged plan the config
  * does not hold yet (its serial is higher), read from the store with the
@@ -608,6 +638,10 @@ static struct conf *adopt_active_plan(struct daemon *d, struct conf *c, FILE *er
 		return c;
 	}
 	if (c->partitions.serial >= p.serial) {
+		if (d->shared != NULL) { /* the fleet's copy: not this node's to remove */
+			store_plan_clear(&p);
+			return c;
+		}
 		log_info("the config's plan (serial %u) has caught up with the activated plan %u: the store's copy "
 		         "is removed", c->partitions.serial, p.serial);
 		store_plan_del(d->store, STORE_PLAN_ACTIVE);
@@ -715,6 +749,11 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		goto fail;
 	}
 	log_info("%zu EDNS domain(s) from store %s", domains_count(dom), c->server.store);
+	if (c->store.etcd.nendpoints > 0 && fleet_begin(d, c) != 0) {
+		domains_free(dom);
+		conf_free(c);
+		goto fail;
+	}
 	if (snapshot_publish(&d->snapshots, c, dom, load_standby(d, c), version) != 0)
 		goto fail;
 	struct snapshot *first = snapshot_get(&d->snapshots);
@@ -837,6 +876,8 @@ void daemon_free(struct daemon *d)
 	inflight_free(d->inflight);
 	cache_free(d->cache);
 	chainhint_free(d->hints);
+	fleet_stop(d->fleet); /* before the local store it writes */
+	store_close(d->shared);
 	snapshot_slot_deinit(&d->snapshots);
 	snapshot_conf_release(d->boot);
 	conf_free(d->next);
@@ -981,6 +1022,15 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 		what[n++] = "resolver.outgoing";
 	if (!addrs_same(old->edns.outgoing, old->edns.noutgoing, neu->edns.outgoing, neu->edns.noutgoing))
 		what[n++] = "edns.outgoing";
+	const struct conf_etcd *oe = &old->store.etcd, *ne = &neu->store.etcd;
+	if (!addrs_same(oe->endpoints, oe->nendpoints, ne->endpoints, ne->nendpoints) ||
+	    strcmp(oe->prefix, ne->prefix) != 0 || strcmp(oe->name, ne->name) != 0 ||
+	    strcmp(oe->username, ne->username) != 0 || strcmp(oe->password_file, ne->password_file) != 0 ||
+	    strcmp(oe->ca, ne->ca) != 0 || strcmp(oe->cert, ne->cert) != 0 || strcmp(oe->key, ne->key) != 0 ||
+	    oe->timeout_ms != ne->timeout_ms || oe->lease_ttl != ne->lease_ttl)
+		what[n++] = "store.etcd"; /* the mirror and registration threads are made at start */
+	if (!addrs_same(old->edns.tier, old->edns.ntier, neu->edns.tier, neu->edns.ntier))
+		what[n++] = "edns.tier"; /* the EDNS pool's node table and probes are made at start */
 	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
 	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
 	    !forward_zones_same(old, neu) || !options_same(old, neu) || old->resolver.threads != neu->resolver.threads ||
@@ -1156,6 +1206,46 @@ static void poll_rpz(struct daemon *d)
 	pthread_mutex_unlock(&d->reload_lock);
 }
 
+/* A new activated plan from the fleet runs (a reload); the registration says which serial runs. */
+static void poll_fleet(struct daemon *d)
+{
+	if (d->fleet == NULL)
+		return;
+	if (atomic_exchange(&d->plan_changed, false)) {
+		log_info("fleet: the shared plan changed: reloading");
+		if (daemon_reload(d, NULL) != 0)
+			log_err("fleet: the shared plan could not go live; the running plan stays (see above)");
+	}
+	struct snapshot *s = snapshot_get(&d->snapshots);
+	unsigned serial = s->conf->partitions.serial;
+	snapshot_release(s);
+	if (serial != d->fleet_serial) {
+		fleet_set_serial(d->fleet, serial);
+		d->fleet_serial = serial;
+	}
+}
+
+/*
+ * In a fleet the staged plan goes live in the shared store: one node's
+ * transaction moves it (the others' find it gone), and every node's mirror
+ * then brings the activated plan and reloads (fleet_plan_changed).
+ */
+static void activate_shared(struct daemon *d, unsigned serial)
+{
+	int rc = store_plan_activate(d->shared, (int64_t)time(NULL));
+	char msg[512];
+	if (rc == 0)
+		log_info("activated the staged plan %u in the shared store; every node takes it from there", serial);
+	else if (rc == -ENOENT)
+		log_info("the staged plan %u was activated by another node", serial);
+	else
+		log_err("cannot activate the staged plan %u in the shared store: %s (again at the next change)", serial,
+		        store_message(rc, NULL, msg, sizeof(msg)));
+	pthread_mutex_lock(&d->next_lock);
+	d->next_at = 0; /* not again every tick: the mirror brings the outcome */
+	pthread_mutex_unlock(&d->next_lock);
+}
+
 /*
  * The staged plan's time has come (partdnsctl plan activate): the store
  * makes it the active plan in one transaction, and a reload runs it
@@ -1169,6 +1259,10 @@ static void activate_due(struct daemon *d)
 	pthread_mutex_unlock(&d->next_lock);
 	if (!due)
 		return;
+	if (d->shared != NULL) {
+		activate_shared(d, serial);
+		return;
+	}
 	int rc = store_plan_activate(d->store, (int64_t)time(NULL));
 	if (rc != 0) {
 		log_err("cannot activate the staged plan %u: %s", serial, store_strerror(rc));
@@ -1267,6 +1361,7 @@ int daemon_run(struct daemon *d)
 			poll_store(d);
 			poll_rpz(d);
 			activate_due(d);
+			poll_fleet(d);
 		}
 	}
 	sd_notify(0, "STOPPING=1");
