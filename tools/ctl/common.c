@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf/store_etcd.h"
 #include "tools/ctl/ctl.h"
 
 static const char usage_text[] =
@@ -33,6 +34,8 @@ static const char usage_text[] =
 	"  plan activate [--at TIME]   it goes live now, or at TIME (YYYY-MM-DDTHH:MM:SSZ, +SECONDS)\n"
 	"  plan cancel                 withdraw the staged plan before it goes live\n"
 	"  plan show                   the config's serial, the activated and the staged plan\n"
+	"  fleet status [--json]       store.etcd: every node's applied revision and plan serial;\n"
+	"                              exit 1 when a node drifts (behind, another plan)\n"
 	"  status [--json]             the running daemon: version, config, plan serial, reloads\n"
 	"  stats [--json]              from the running daemon\n"
 	"  steering [--zone Z] [--json]\n"
@@ -173,8 +176,19 @@ int ctl_load_conf(struct ctl *c)
 	return CTL_OK;
 }
 
+bool ctl_shared(const struct ctl *c)
+{
+	return c->conf != NULL && c->conf->store.etcd.nendpoints > 0;
+}
+
 const char *ctl_store_dir(const struct ctl *c)
 {
+	if (ctl_shared(c)) {
+		static char label[256]; /* for messages: where the shared store is */
+		snprintf(label, sizeof(label), "etcd %s%s %s", c->conf->store.etcd.endpoints[0].text,
+		         c->conf->store.etcd.nendpoints > 1 ? ",..." : "", c->conf->store.etcd.prefix);
+		return label;
+	}
 	if (c->store_dir != NULL)
 		return c->store_dir;
 	return c->conf != NULL ? c->conf->server.store : NULL;
@@ -220,6 +234,18 @@ int ctl_store_open(struct ctl *c, const char *what, bool readonly, bool create, 
 	const char *dir = ctl_store_dir(c);
 	if (missing != NULL)
 		*missing = false;
+	if (ctl_shared(c)) {
+		/* with store.etcd the fleet's store is the truth: the local LMDB
+		 * store is the daemon's copy, written only by the daemon */
+		if (c->store_dir != NULL) {
+			ctl_error("%s: store.etcd is set in %s: partdnsctl works on the shared store, never on a "
+			          "local one (-s %s); drop -s",
+			          what, c->conf_path, c->store_dir);
+			return CTL_ERROR;
+		}
+		int err = store_etcd_open(c->conf, s);
+		return err == 0 ? CTL_OK : ctl_store_fail(c, what, err);
+	}
 	if (ctl_store_as_owner(dir) != 0)
 		return CTL_ERROR;
 	int err = store_prepare_dir(dir, create && !readonly);

@@ -38,6 +38,7 @@ int ctl_status(struct ctl *c, int argc, char **argv);
 int ctl_unmatched(struct ctl *c, int argc, char **argv);
 int ctl_steering(struct ctl *c, int argc, char **argv);
 int ctl_plan(struct ctl *c, int argc, char **argv);
+int ctl_fleet(struct ctl *c, int argc, char **argv);
 int ctl_cache(struct ctl *c, int argc, char **argv);
 int ctl_query(struct ctl *c, int argc, char **argv);
 int ctl_reload(struct ctl *c, int argc, char **argv);
@@ -45,7 +46,10 @@ int ctl_reload(struct ctl *c, int argc, char **argv);
 /** Load c->conf_path once; config errors go to stderr. @return CTL_OK or CTL_ERROR. */
 int ctl_load_conf(struct ctl *c);
 
-/** The store directory: -s or server.store (needs the config loaded). */
+/** Does the config name a shared store (store.etcd)? Then every store command works on it. */
+bool ctl_shared(const struct ctl *c);
+
+/** The store directory: -s or server.store (needs the config loaded); with store.etcd, where it is. */
 const char *ctl_store_dir(const struct ctl *c);
 /**
  * Run as root on a store the daemon's user owns (server.user): act as that

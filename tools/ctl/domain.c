@@ -450,7 +450,7 @@ static int domain_del(struct ctl *c, int argc, char **argv)
 	struct store *s;
 	bool missing;
 	const char *dir = ctl_store_dir(c);
-	if (store_prepare_dir(dir, false) == -ENOENT) {
+	if (!ctl_shared(c) && store_prepare_dir(dir, false) == -ENOENT) {
 		ctl_error("domain del: domain '%s' is not in the store (store directory %s does not "
 		          "exist)",
 		          name, dir);

@@ -17,7 +17,7 @@ static const struct command commands[] = {
 	{ "domain", ctl_domain },   { "partition", ctl_partition }, { "mapping", ctl_mapping },
 	{ "stats", ctl_stats },     { "cache", ctl_cache },         { "reload", ctl_reload },
 	{ "query", ctl_query },     { "status", ctl_status },       { "unmatched", ctl_unmatched },
-	{ "steering", ctl_steering }, { "plan", ctl_plan },
+	{ "steering", ctl_steering }, { "plan", ctl_plan }, { "fleet", ctl_fleet },
 	{ NULL, NULL },
 };
 
