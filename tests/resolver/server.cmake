@@ -16,6 +16,8 @@ partdns_fuzz_target(upstream ${CMAKE_CURRENT_LIST_DIR}/fuzz_upstream.c ${CMAKE_C
 partdns_unit_test(test_ratelimit ${CMAKE_CURRENT_LIST_DIR}/test_ratelimit.c partdns_resolver)
 partdns_unit_test(test_topk ${CMAKE_CURRENT_LIST_DIR}/test_topk.c partdns_resolver)
 partdns_unit_test(test_edns_budget ${CMAKE_CURRENT_LIST_DIR}/test_edns_budget.c partdns_resolver)
+# edns.tier: partition ownership by rendezvous hashing, node health.
+partdns_unit_test(test_tier ${CMAKE_CURRENT_LIST_DIR}/test_tier.c partdns_resolver)
 # DNSSEC validation of EDNS-pool answers: messages and keys made with ldns per run.
 partdns_unit_test(test_val ${CMAKE_CURRENT_LIST_DIR}/test_val.c partdns_resolver PkgConfig::LDNS)
 partdns_fuzz_target(val ${CMAKE_CURRENT_LIST_DIR}/fuzz_val.c ${CMAKE_CURRENT_LIST_DIR}/corpus/val partdns_resolver)
