@@ -111,6 +111,8 @@ struct job {
 	                           * pool's stub context may stop at a flagged subtree */
 	bool stubbed;             /* normal: the pool ran it in its stub context */
 	struct ecs ecs;           /* EDNS: the partition's mapped identity */
+	struct ecs client_ecs;    /* EDNS: the client whose miss started it, as a tier node would classify it
+	                           * (edns.tier: sent instead of ecs); family 0 = none known */
 	size_t start_len;         /* EDNS chain job: 0 = from qname, else from start... */
 	uint8_t *prefix;          /* ...and splice after this message (owned) */
 	size_t prefix_len;

@@ -414,6 +414,30 @@ static void job_rule_set(struct job_rule *r, const struct store_domain *d, const
 	}
 }
 
+/*
+ * The client as an EDNS tier node should classify it (edns.tier): the
+ * address this node classified, whole (/32, /128), so the tier's longest
+ * match finds the same partition whatever prefix lengths the plan uses. A
+ * trusted frontend's ECS is passed on as it came (its own source length),
+ * one of source 0 means the frontend's own address. It goes only to the
+ * ISP's own tier nodes, which send the mapped identity onward, never this.
+ */
+static void job_client_ecs(struct ecs *e, const struct route *rt)
+{
+	memset(e, 0, sizeof(*e));
+	if (rt->echo && rt->echo_ecs.source > 0) {
+		*e = rt->echo_ecs;
+		e->scope = 0;
+		return;
+	}
+	if (rt->addr == NULL)
+		return;
+	bool v4 = rt->family == AF_INET;
+	e->family = v4 ? ECS_FAMILY_IPV4 : ECS_FAMILY_IPV6;
+	e->source = v4 ? 32 : 128;
+	memcpy(e->addr, rt->addr, v4 ? 4 : 16);
+}
+
 /* Fill a new job from the query and its route. */
 static void job_fill(struct query_ctx *x, struct job *job, const struct wire_query *q, const struct route *rt)
 {
@@ -437,6 +461,7 @@ static void job_fill(struct query_ctx *x, struct job *job, const struct wire_que
 		return;
 	job->edns = true;
 	(void)route_identity(rt, c, x->snap->standby, &job->ecs); /* it exists: routing checked (mapping_has_ecs) */
+	job_client_ecs(&job->client_ecs, rt);
 	job_rule_set(&job->rule, rt->rule, c);
 }
 
@@ -705,6 +730,7 @@ static inline __attribute__((always_inline)) int decide(struct query_ctx *x, con
 	/* route: an EDNS domain of a real partition goes per partition */
 	struct route rt; /* fields set one by one: an initializer would zero the key buffer on every query */
 	rt.part = who->part;
+	rt.addr = who->addr;
 	rt.echo = who->echo;
 	if (who->echo)
 		rt.echo_ecs = who->echo_ecs;
@@ -819,6 +845,7 @@ static bool answer_as_chain(struct query_ctx *x, const struct waiter *wt, uint8_
 	struct route rt = { .part = wt->partition, .echo = wt->echo, .echo_ecs = wt->echo_ecs };
 	if (!classify_addr(&wt->peer, &rt.family, &addr) || !mapping_has_ecs(c->partitions.mapping, wt->partition))
 		return false;
+	rt.addr = addr;
 	if (rt.echo)
 		rt.echo_ecs.scope = rt.echo_ecs.source;
 	uint8_t *prefix = malloc(r->prefix_len);
@@ -840,7 +867,8 @@ static int answer_again(struct query_ctx *x, const struct waiter *wt, uint8_t *o
 {
 	struct route rt = { .part = wt->partition, .echo = wt->echo, .echo_ecs = wt->echo_ecs };
 	const uint8_t *addr;
-	(void)classify_addr(&wt->peer, &rt.family, &addr);
+	if (classify_addr(&wt->peer, &rt.family, &addr))
+		rt.addr = addr;
 	if (rt.echo)
 		rt.echo_ecs.scope = 0;
 	route_key_set(&rt, &wt->q, PARTITION_COMMON);

@@ -28,6 +28,7 @@
 #include "resolver/inflight.h"
 #include "resolver/log.h"
 #include "resolver/steering.h"
+#include "resolver/tier.h"
 #include "resolver/ubctx.h"
 #include "resolver/val.h"
 #include "util/hash.h"
@@ -64,12 +65,20 @@ static const struct wire_ede EDE_CUT_BOGUS = { WIRE_EDE_DNSSEC_BOGUS, "the zone'
 static const struct wire_ede EDE_CUT_EXPIRED = { WIRE_EDE_SIGNATURE_EXPIRED, "the zone's SOA or NS signature expired" };
 static const struct wire_ede EDE_CUT_NOT_YET = { WIRE_EDE_SIGNATURE_NOT_YET_VALID,
 	                                          "the zone's SOA or NS signature is not yet valid" };
+static const struct wire_ede EDE_TIER = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "no EDNS tier node answered" };
+static const struct wire_ede EDE_TIER_ERROR = { WIRE_EDE_NO_REACHABLE_AUTHORITY, "the EDNS tier node answered with an error" };
 
 /* Where a resolution is: finding the zone cut (SOA, NS, addresses), waiting
  * for another resolution's cut discovery, asking the zone's servers, or
  * fetching what the DNSSEC validation of a hop's answer needs. */
 enum est { E_SOA, E_NS, E_ADDR, E_WAIT, E_QUERY, E_VALIDATE };
 enum eev_kind { EEV_JOBS, EEV_UB, EEV_STOP, EEV_SOCK };
+
+/* A tier node's probe (edns.tier; the first EDNS thread sends them all). */
+struct tprobe {
+	int fd;        /* a fresh socket per probe: a new random port each time; -1 = none out */
+	uint16_t id;
+};
 
 struct eev {
 	enum eev_kind kind;
@@ -123,6 +132,8 @@ struct ethread {
 	struct histogram latency; /* an upstream query sent to its matching response */
 	unsigned out_next[2];  /* round robin over the pool's IPv4, IPv6 source addresses */
 	struct dnstap_queue *tap; /* server.dnstap: this thread's queue; NULL = off */
+	struct tprobe *probes;    /* edns.tier: one per node, on the first thread only; NULL = none */
+	uint64_t probe_next_ns;
 	uint8_t buf[65535 + 2];
 };
 
@@ -141,6 +152,8 @@ struct resolve_edns {
 	struct conf_addr *out[2]; /* [0] IPv4, [1] IPv6 */
 	size_t nout[2];
 	struct steering *steering; /* what each city's final answers say (partdnsctl steering) */
+	struct tier *tier;         /* edns.tier: a frontend, flagged misses go to the tier; NULL = resolve here */
+	atomic_bool forward_noted; /* a domain's forward policy met on a frontend was logged */
 	bool validate;             /* a trust anchor is configured: every hop's answer is validated */
 	size_t ninsecure;          /* resolver.domain_insecure (wire, lower case): insecure, no lookups */
 	uint8_t (*insecure)[WIRE_MAX_NAME];
@@ -162,6 +175,9 @@ struct eres {
 	struct ethread *t;
 	struct job *job;
 	bool forward;
+	bool tier;                   /* edns.tier: asked of the partition's owner (forward is set too) */
+	const struct ecs *ecs;       /* the ECS sent: the partition's identity, or for the tier the client's */
+	unsigned tier_node[EDNS_MAX_SERVERS]; /* tier: the node of each sv.addr, by score */
 	uint8_t name[WIRE_MAX_NAME]; /* the name of this hop */
 	size_t name_len;
 	uint8_t *acc;                /* responses of earlier hops, spliced */
@@ -331,6 +347,10 @@ static bool server_usable(struct eres *r, const struct sockaddr_storage *a, uint
 /* r's server did not answer in time (or refused the datagram). */
 static void server_timeout(struct eres *r)
 {
+	if (r->tier) { /* a tier node is down for every partition and thread until a probe is answered */
+		tier_query_timeout(r->t->pool->tier, r->tier_node[r->cur % r->sv.naddr]);
+		return;
+	}
 	const struct sockaddr_storage *a = &r->sv.addr[r->cur % r->sv.naddr];
 	uint64_t zone = health_zone(r);
 	struct shealth *h = health_slot(r->t, a, zone);
@@ -350,6 +370,8 @@ static void server_timeout(struct eres *r)
 /* r's server answered: it is up for r's zone. */
 static void server_answered(struct eres *r)
 {
+	if (r->tier)
+		return; /* only probes bring a tier node back up */
 	const struct sockaddr_storage *a = &r->sv.addr[r->cur % r->sv.naddr];
 	uint64_t zone = health_zone(r);
 	struct shealth *h = health_slot(r->t, a, zone);
@@ -963,13 +985,13 @@ static void tap_upstream(struct eres *r, const uint8_t *resp, size_t len)
  * routes by. UDP takes a random source port of our own choosing, not the
  * kernel's next one; TCP the kernel's ephemeral port.
  */
-static int open_upstream(struct eres *r, const struct sockaddr_storage *to, bool tcp)
+static int open_upstream(struct ethread *t, const struct sockaddr_storage *to, bool tcp)
 {
 	socklen_t tolen = to->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 	int fd = socket(to->ss_family, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	const struct conf_addr *src = pick_source(r->t, to->ss_family);
+	const struct conf_addr *src = pick_source(t, to->ss_family);
 	struct sockaddr_storage local;
 	if (src != NULL) {
 		memcpy(&local, &src->ss, sizeof(local));
@@ -1026,6 +1048,16 @@ static void next_server(struct eres *r, const struct wire_ede *ede, const char *
 	close_sock(r);
 	r->tcp = false;
 	r->cur++;
+	if (r->tier) {
+		/* the owner failed: once more, on the next node by score (tier_fill) */
+		if (r->cur >= r->sv.naddr) {
+			eres_fail(r, ede == &EDE_UNREACHABLE ? &EDE_TIER : ede, why);
+			return;
+		}
+		counter_inc(&r->t->ctr.tier_failovers);
+		eres_query(r);
+		return;
+	}
 	if (r->tries >= MAX_TRIES || r->cur >= r->sv.naddr * 2) {
 		eres_fail(r, ede, why);
 		return;
@@ -1049,7 +1081,8 @@ static void eres_query(struct eres *r)
 	}
 	uint64_t now = clock_ns();
 	int k = 0;
-	while (k < r->sv.naddr && !server_usable(r, &r->sv.addr[(r->cur + k) % r->sv.naddr], now))
+	/* tier nodes: tier_fill took the nodes up, in order; their health is the tier's */
+	while (!r->tier && k < r->sv.naddr && !server_usable(r, &r->sv.addr[(r->cur + k) % r->sv.naddr], now))
 		k++;
 	if (k == r->sv.naddr) {
 		eres_fail(r, &EDE_DOWN, "every server is down (backing off)");
@@ -1065,8 +1098,8 @@ static void eres_query(struct eres *r)
 	r->id = (uint16_t)rnd32();
 	/* DO whatever the client said: one cache entry serves DO and non-DO
 	 * clients, the DNSSEC records stripped for the latter at reply time */
-	int len = wire_query_build(r->id, r->forward, true, r->name, r->name_len, job->qtype, job->qclass,
-	                           &job->ecs, r->q, sizeof(r->q));
+	int len = wire_query_build(r->id, r->forward, true, r->name, r->name_len, job->qtype, job->qclass, r->ecs,
+	                           r->q, sizeof(r->q));
 	if (len < 0) {
 		eres_fail(r, &EDE_INVALID, "cannot build the query");
 		return;
@@ -1078,10 +1111,11 @@ static void eres_query(struct eres *r)
 		                                            : (const void *)&((const struct sockaddr_in6 *)to)->sin6_addr;
 		inet_ntop(to->ss_family, src, a, sizeof(a));
 		wire_name_to_text(r->name, r->name_len, n, sizeof(n));
-		log_debug("EDNS query %s type %u to %s port %u%s (partition %s)", n, job->qtype, a,
-		          ntohs(((const struct sockaddr_in *)to)->sin_port), r->tcp ? " over TCP" : "", part_name(job));
+		log_debug("EDNS query %s type %u to %s%s port %u%s (partition %s)", n, job->qtype,
+		          r->tier ? "tier node " : "", a, ntohs(((const struct sockaddr_in *)to)->sin_port),
+		          r->tcp ? " over TCP" : "", part_name(job));
 	}
-	int fd = open_upstream(r, to, r->tcp);
+	int fd = open_upstream(r->t, to, r->tcp);
 	if (fd < 0) {
 		next_server(r, &EDE_NETWORK, strerror(-fd));
 		return;
@@ -1095,6 +1129,8 @@ static void eres_query(struct eres *r)
 	}
 	r->deadline_ns = clock_ns() + (uint64_t)job->timeout_ms * 1000000ull;
 	counter_inc(&r->t->ctr.upstream_queries);
+	if (r->tier)
+		counter_inc(&r->t->ctr.tier_queries);
 	if (!r->tcp && send(fd, r->q, r->qlen, 0) != (ssize_t)r->qlen) {
 		next_server(r, &EDE_NETWORK, "send failed");
 		return;
@@ -1133,7 +1169,7 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 {
 	struct job *job = r->job;
 	struct edns_hop hop = { .name = r->name, .name_len = r->name_len, .zone = r->zone, .zone_len = r->zone_len,
-	                        .id = r->id, .qtype = job->qtype, .qclass = job->qclass, .ecs = &job->ecs,
+	                        .id = r->id, .qtype = job->qtype, .qclass = job->qclass, .ecs = r->ecs,
 	                        .tcp = r->tcp, .forward = r->forward };
 	struct edns_verdict v;
 	if (edns_iter_response(&hop, resp, len, &v) == -ENOMEM) {
@@ -1159,6 +1195,12 @@ static void on_response(struct eres *r, const uint8_t *resp, size_t len)
 		                             : v.bad == EDNS_BAD_TRUNCATED ? &EDE_TRUNCATED
 		                             : v.bad == EDNS_BAD_MISMATCH  ? &EDE_MISMATCH
 		                                                           : &EDE_INVALID;
+		if (r->tier) {
+			/* the node is there and said no (or said nonsense): its answer stands for
+			 * the partition; asking the next node would only resolve the city twice */
+			eres_fail(r, v.bad == EDNS_BAD_RCODE ? &EDE_TIER_ERROR : ede, v.why);
+			return;
+		}
 		next_server(r, ede, v.why);
 		return;
 	}
@@ -1250,12 +1292,47 @@ static void on_sock(struct eres *r, uint32_t events)
 
 /* ---- resolution start and timeouts ---- */
 
+/*
+ * edns.tier: this hop goes to the tier node owning the job's partition
+ * (rendezvous by the partition's name) and, if that one times out, once to
+ * the next node up by score. With every node marked down the probes may
+ * just be behind: the owner and the next are asked all the same.
+ */
+static void tier_fill(struct eres *r)
+{
+	const struct tier *tr = r->t->pool->tier;
+	if (r->ecs->family == 0) {
+		eres_fail(r, NULL, "no client address to send the EDNS tier");
+		return;
+	}
+	unsigned order[TIER_MAX_NODES];
+	tier_order(tr, part_name(r->job), order);
+	r->sv.naddr = 0;
+	for (size_t k = 0; k < tr->n && r->sv.naddr < 2; k++) {
+		if (!tier_is_up(tr, order[k]))
+			continue;
+		r->tier_node[r->sv.naddr] = order[k];
+		memcpy(&r->sv.addr[r->sv.naddr++], &tr->node[order[k]].addr, sizeof(r->sv.addr[0]));
+	}
+	if (r->sv.naddr == 0) {
+		for (size_t k = 0; k < tr->n && k < 2; k++) {
+			r->tier_node[k] = order[k];
+			memcpy(&r->sv.addr[r->sv.naddr++], &tr->node[order[k]].addr, sizeof(r->sv.addr[0]));
+		}
+	}
+	eres_query(r);
+}
+
 static void eres_start_hop(struct eres *r)
 {
 	r->cur = 0;
 	r->tries = 0;
 	r->referrals = 0;
 	r->tcp = false;
+	if (r->tier) {
+		tier_fill(r);
+		return;
+	}
 	if (r->forward) {
 		r->sv.naddr = 0;
 		for (size_t i = 0; i < r->job->rule.nforward && r->sv.naddr < EDNS_MAX_SERVERS; i++) {
@@ -1315,6 +1392,16 @@ static void start_job(struct ethread *t, struct job *job)
 	/* a few upstream attempts' worth, then SERVFAIL rather than silence */
 	r->give_up_ns = clock_ns() + 3ull * job->timeout_ms * 1000000ull;
 	r->forward = job->rule.policy == CONF_POLICY_FORWARD;
+	r->ecs = &job->ecs;
+	if (t->pool->tier != NULL) {
+		/* a frontend: the tier resolves (iterate or forward is its business) */
+		if (r->forward && !atomic_exchange(&t->pool->forward_noted, true))
+			log_warn("edns.tier is set: the forward policy of %s (and any other domain's) does not apply here; "
+			         "its resolutions go to the tier", job->rule.name);
+		r->tier = true;
+		r->forward = true; /* one RD=1 query, scrubbed as a forwarder's answer is */
+		r->ecs = &job->client_ecs;
+	}
 	if (job->start_len > 0) {
 		/* a normal name's chain entered an EDNS domain: continue from there */
 		memcpy(r->name, job->start, job->start_len);
@@ -1362,14 +1449,90 @@ static void check_timeouts(struct ethread *t)
 	}
 }
 
+/* ---- tier probes (edns.tier; the first EDNS thread, for the whole pool) ---- */
+
+/* Did the node answer probe pb (any reply to its ID, even REFUSED)? Reads what waits on its socket. */
+static bool probe_answered(struct ethread *t, const struct tprobe *pb)
+{
+	for (int i = 0; i < 8; i++) {
+		ssize_t n = recv(pb->fd, t->buf, 65535, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return false;
+		if (n < 0)
+			continue; /* ICMP unreachable: nothing there; read on */
+		/* the socket is connected (the node's address and port only); a reply
+		 * is QR=1 with our random ID: a liveness signal, nothing else is read */
+		if (n >= WIRE_HEADER_SIZE && (t->buf[2] & 0x80) && ((uint16_t)(t->buf[0] << 8 | t->buf[1])) == pb->id)
+			return true;
+	}
+	return false;
+}
+
+/* Send node i a probe: ". NS" with RD=0, which any partdns answers from its cache or REFUSES, cheaply. */
+static void probe_send(struct ethread *t, unsigned i)
+{
+	struct tprobe *pb = &t->probes[i];
+	const struct tier_node *nd = &t->pool->tier->node[i];
+	static const uint8_t root[1] = { 0 };
+	uint8_t q[64];
+	pb->id = (uint16_t)rnd32();
+	int len = wire_query_build(pb->id, false, false, root, 1, WIRE_TYPE_NS, WIRE_CLASS_IN, NULL, q, sizeof(q));
+	int fd = len > 0 ? open_upstream(t, &nd->addr, false) : -1;
+	if (fd < 0)
+		return; /* no socket: this round says nothing of the node */
+	if (send(fd, q, (size_t)len, 0) != len) {
+		close(fd);
+		return;
+	}
+	pb->fd = fd;
+}
+
+/*
+ * Every TIER_PROBE_MS: the last round's probes answered or not (two misses
+ * in a row mark a node down, one answer up again), then a new probe each.
+ * The answers are read here, a round later, not as they come: a node's
+ * state moves at this pace anyway, and the thread's loop needs no more
+ * descriptors.
+ */
+static void probe_round(struct ethread *t)
+{
+	uint64_t now = clock_ns();
+	if (now < t->probe_next_ns)
+		return;
+	t->probe_next_ns = now + TIER_PROBE_MS * 1000000ull;
+	struct tier *tr = t->pool->tier;
+	for (unsigned i = 0; i < tr->n; i++) {
+		struct tprobe *pb = &t->probes[i];
+		if (pb->fd >= 0) {
+			tier_probe_result(tr, i, probe_answered(t, pb));
+			close(pb->fd);
+			pb->fd = -1;
+		}
+		probe_send(t, i);
+	}
+}
+
+/* How long the loop may sleep: idle means asleep, unless probes are due. */
+static int loop_timeout_ms(const struct ethread *t)
+{
+	/* timers only matter while something is in flight */
+	int ms = t->list ? 20 : 1000;
+	if (t->probes != NULL) {
+		uint64_t now = clock_ns();
+		int due = now >= t->probe_next_ns ? 0 : (int)((t->probe_next_ns - now) / 1000000ull) + 1;
+		if (due < ms)
+			ms = due;
+	}
+	return ms;
+}
+
 static void *ethread_main(void *arg)
 {
 	struct ethread *t = arg;
 	struct epoll_event ev[64];
 	bool stop = false;
 	while (!stop) {
-		/* timers only matter while something is in flight: idle means asleep */
-		int n = epoll_wait(t->epfd, ev, 64, t->list ? 20 : 1000);
+		int n = epoll_wait(t->epfd, ev, 64, loop_timeout_ms(t));
 		for (int i = 0; i < n; i++) {
 			struct eev *e = ev[i].data.ptr;
 			if (e->kind == EEV_JOBS) {
@@ -1393,6 +1556,8 @@ static void *ethread_main(void *arg)
 			}
 		}
 		check_timeouts(t);
+		if (t->probes != NULL)
+			probe_round(t);
 		/* resolutions whose awaited cut discovery ended look again */
 		for (struct eres *r = t->list, *next; r; r = next) {
 			next = r->next;
@@ -1439,6 +1604,22 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 	p->steering = steering_new();
 	if (p->threads == NULL || p->steering == NULL)
 		goto fail;
+	/* edns.tier is read once, like edns.outgoing: a restart key (daemon.c note_restart_keys) */
+	if (c->edns.ntier > 0) {
+		p->tier = tier_new(c->edns.tier, c->edns.ntier);
+		if (p->tier == NULL)
+			goto fail;
+		p->threads[0].probes = calloc(p->tier->n, sizeof(*p->threads[0].probes));
+		if (p->threads[0].probes == NULL)
+			goto fail;
+		for (size_t i = 0; i < p->tier->n; i++)
+			p->threads[0].probes[i].fd = -1;
+		if (c->edns.policy == CONF_POLICY_FORWARD || c->edns.nforward > 0)
+			log_warn("edns.tier is set: edns.policy forward and edns.forward do not apply here; every flagged "
+			         "resolution goes to the tier");
+		log_info("EDNS tier: %zu node(s); flagged misses go to each partition's owner", p->tier->n);
+		tier_publish(p->tier);
+	}
 	/* edns.outgoing is read once: a restart key (daemon.c note_restart_keys) */
 	for (size_t i = 0; i < c->edns.noutgoing; i++) {
 		const struct conf_addr *a = &c->edns.outgoing[i];
@@ -1556,6 +1737,8 @@ void resolve_edns_free(struct resolve_edns *p)
 	if (p == NULL)
 		return;
 	resolve_edns_join(p);
+	if (p->tier != NULL)
+		tier_publish(NULL); /* stats and metrics stop before the pools go (daemon_free) */
 	for (unsigned i = 0; p->threads && i < p->nthreads; i++) {
 		struct ethread *t = &p->threads[i];
 		if (t->ctx)
@@ -1577,8 +1760,13 @@ void resolve_edns_free(struct resolve_edns *p)
 		free(t->zcache);
 		free(t->health);
 		free(t->rates);
+		for (size_t k = 0; t->probes != NULL && k < p->tier->n; k++)
+			if (t->probes[k].fd >= 0)
+				close(t->probes[k].fd);
+		free(t->probes);
 	}
 	free(p->threads);
+	tier_free(p->tier);
 	free(p->out[0]);
 	free(p->out[1]);
 	free(p->insecure);

@@ -21,6 +21,7 @@
 struct route {
 	unsigned part;                   /* the client's partition (or PARTITION_COMMON) */
 	int family;                      /* the client's address family: picks the identity (route_identity) */
+	const uint8_t *addr;             /* the client's address bytes (4 or 16, by family); NULL: none */
 	const struct store_domain *rule; /* EDNS domain rule, NULL = normal */
 	bool echo;                       /* echo the client's ECS (trusted frontend) */
 	struct ecs echo_ecs;
