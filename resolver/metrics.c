@@ -12,6 +12,7 @@
 
 #include "partition/partition.h"
 #include "resolver/rpz.h"
+#include "resolver/tier.h"
 
 
 static const char *const pool_names[STATS_POOLS] = { "normal", "edns" };
@@ -82,6 +83,27 @@ static void per_pool(FILE *out, const struct stats_view *v, const char *name, co
 	family(out, name, "counter", help);
 	for (int p = 0; p < STATS_POOLS; p++)
 		fprintf(out, "%s{pool=\"%s\"} %" PRIu64 "\n", name, pool_names[p], idx[p] < 0 ? 0 : v->pool[p][idx[p]]);
+}
+
+/* edns.tier: each node's state as this frontend sees it (no samples when it is not a frontend). */
+static void write_tier(FILE *out)
+{
+	const struct tier *tr = tier_published();
+	family(out, "partdns_tier_node_up", "gauge",
+	       "1 while the EDNS tier node answers this frontend's probes (it owns its partitions), 0 while down.");
+	for (size_t i = 0; tr != NULL && i < tr->n; i++) {
+		char node[128];
+		metrics_escape_label(tr->node[i].text, node, sizeof(node));
+		fprintf(out, "partdns_tier_node_up{node=\"%s\"} %d\n", node, tier_is_up(tr, (unsigned)i) ? 1 : 0);
+	}
+	family(out, "partdns_tier_node_downs_total", "counter",
+	       "Times the EDNS tier node was marked down (two probes unanswered, or a query to it timed out).");
+	for (size_t i = 0; tr != NULL && i < tr->n; i++) {
+		char node[128];
+		metrics_escape_label(tr->node[i].text, node, sizeof(node));
+		fprintf(out, "partdns_tier_node_downs_total{node=\"%s\"} %" PRIu64 "\n", node,
+		        (uint64_t)atomic_load_explicit(&tr->node[i].downs, memory_order_relaxed));
+	}
 }
 
 static void write_global(FILE *out, const struct stats_view *v)
@@ -174,6 +196,15 @@ static void write_global(FILE *out, const struct stats_view *v)
 	       "Normal-pool lookups that failed in the stub context (flagged --subtree names as empty zones) and "
 	       "were asked again in the plain one: zones whose nameservers live under a flagged subtree.",
 	       v->pool[STATS_POOL_NORMAL][C_stub_retries]);
+
+	single(out, "partdns_tier_queries_total", "counter",
+	       "Queries a frontend (edns.tier) sent to EDNS tier nodes, each with its client's address as ECS "
+	       "(also in partdns_upstream_queries_total{pool=\"edns\"}).",
+	       v->pool[STATS_POOL_EDNS][C_tier_queries]);
+	single(out, "partdns_tier_failovers_total", "counter",
+	       "Tier queries sent again to the next node by score because the partition's node timed out or "
+	       "could not be reached.", v->pool[STATS_POOL_EDNS][C_tier_failovers]);
+	write_tier(out);
 
 	family(out, "partdns_inflight", "gauge", "Resolutions in flight now, by pool.");
 	fprintf(out, "partdns_inflight{pool=\"normal\"} %u\n", v->inflight_normal);

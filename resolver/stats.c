@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "resolver/rpz.h"
+#include "resolver/tier.h"
 
 static const char *const counter_names[] = {
 #define COUNTER_NAME(n) #n,
@@ -50,6 +51,8 @@ static const struct pool_item edns_items[] = {
 	{ "dnssec_secure", C_dnssec_secure, false },       /* hop answers validated secure */
 	{ "dnssec_insecure", C_dnssec_insecure, false },   /* ... proven insecure (unsigned zone) */
 	{ "dnssec_bogus", C_dnssec_bogus, false },         /* ... bogus or unprovable: SERVFAIL */
+	{ "tier_queries", C_tier_queries, false },         /* edns.tier: queries sent to tier nodes */
+	{ "tier_failovers", C_tier_failovers, false },     /* ... sent again to the next node after a timeout */
 	{ NULL, 0, false },
 };
 
@@ -142,6 +145,16 @@ static void write_json(FILE *out, const struct stats_view *v)
 	        "\"expired\": %llu },\n", cs->entries, cs->bytes, cs->max_bytes, ull(cs->hits), ull(cs->misses),
 	        ull(cs->inserts), ull(cs->evictions), ull(cs->expired));
 	fprintf(out, "  \"edns_domains\": %zu,\n", v->edns_domains);
+	/* edns.tier: each node's state as this frontend sees it (none: not a frontend) */
+	const struct tier *tr = tier_published();
+	fputs("  \"tier\": [", out);
+	for (size_t i = 0; tr != NULL && i < tr->n; i++) {
+		fprintf(out, "%s\n    { \"node\": ", i ? "," : "");
+		json_string(out, tr->node[i].text);
+		fprintf(out, ", \"up\": %s, \"downs\": %llu }", tier_is_up(tr, (unsigned)i) ? "true" : "false",
+		        ull(atomic_load_explicit(&tr->node[i].downs, memory_order_relaxed)));
+	}
+	fputs(tr != NULL && tr->n > 0 ? "\n  ],\n" : "],\n", out);
 	struct rpz_out ro = { .out = out, .t = v->partitions, .json = true, .first = true };
 	fputs("  \"rpz\": [", out);
 	rpz_each(v->rpz, rpz_zone_line, rpz_part_line, &ro);
@@ -170,6 +183,11 @@ static void write_text(FILE *out, const struct stats_view *v)
 	for (const struct pool_item *it = edns_items; it->name; it++)
 		fprintf(out, "edns.%s %llu\n", it->name, ull(pool_value(v, STATS_POOL_EDNS, it)));
 	fprintf(out, "edns.inflight %u\n", v->inflight_edns);
+	const struct tier *tr = tier_published();
+	for (size_t i = 0; tr != NULL && i < tr->n; i++)
+		fprintf(out, "edns.tier.%s.up %d\nedns.tier.%s.downs %llu\n", tr->node[i].text,
+		        tier_is_up(tr, (unsigned)i) ? 1 : 0, tr->node[i].text,
+		        ull(atomic_load_explicit(&tr->node[i].downs, memory_order_relaxed)));
 	fprintf(out, "cache.entries %zu\ncache.bytes %zu\ncache.max_bytes %zu\ncache.lookup_hits %llu\n"
 	        "cache.lookup_misses %llu\ncache.evictions %llu\ncache.expired %llu\n", cs->entries, cs->bytes,
 	        cs->max_bytes, ull(cs->hits), ull(cs->misses), ull(cs->evictions), ull(cs->expired));
