@@ -159,7 +159,7 @@ static int fleet_status(struct ctl *c, int argc, char **argv)
 		data_rev = r.n == 1 ? r.kvs[0].mod_revision : 0;
 		etcd_range_free(&r);
 		store_etcd_key(prefix, STORE_KIND_PLAN, STORE_PLAN_ACTIVE, key, sizeof(key));
-		err = etcd_get(e, key, NULL, data_rev, 0, &r);
+		err = etcd_get(e, key, NULL, 0, 0, &r);
 	}
 	if (err == 0) {
 		struct store_plan p;
