@@ -167,6 +167,8 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 		counters_add_to(worker_counters(d->workers[i]), v->listeners);
 		histogram_add_to(worker_response_time(d->workers[i]), v->response.bucket, &v->response.sum_ns);
 	}
+	v->fleet_on = d->fleet != NULL;
+	fleet_status(d->fleet, &v->fleet);
 	resolve_normal_counters(d->normal, v->pool[STATS_POOL_NORMAL]);
 	resolve_edns_counters(d->edns, v->pool[STATS_POOL_EDNS]);
 	for (size_t i = 0; i < COUNTERS_N; i++)
@@ -483,6 +485,8 @@ static int cmd_status(void *arg, int argc, char **argv, FILE *out, FILE *err)
 			                      ptable_name(s->conf->partitions.table, id), to);
 	}
 	v.standby = standby;
+	v.fleet_on = d->fleet != NULL;
+	fleet_status(d->fleet, &v.fleet);
 	pthread_mutex_lock(&d->next_lock);
 	v.next_serial = d->next ? d->next->partitions.serial : 0;
 	v.next_at = d->next_at;

@@ -221,6 +221,20 @@ static void write_global(FILE *out, const struct stats_view *v)
 	single(out, "partdns_edns_domains", "gauge", "EDNS domains in the running domain set.", v->edns_domains);
 	single(out, "partdns_plan_serial", "gauge",
 	       "partitions.serial of the running partition plan (0 = the config keeps none).", v->plan_serial);
+	if (v->fleet_on) {
+		/* across the fleet: max(partdns_fleet_revision) - partdns_fleet_revision is how far a node lags */
+		single(out, "partdns_fleet_revision", "gauge",
+		       "Revision of the shared store (store.etcd) applied to this node's local store.",
+		       (uint64_t)v->fleet.revision);
+		single(out, "partdns_fleet_connected", "gauge",
+		       "1 while this node watches the shared store; 0 while it serves its last applied state.",
+		       v->fleet.connected ? 1 : 0);
+		single(out, "partdns_fleet_resyncs_total", "counter",
+		       "Full copies of the shared store (at start, a new cluster, a compacted revision).",
+		       v->fleet.resyncs);
+		single(out, "partdns_fleet_bad_records_total", "counter",
+		       "Records of the shared store that did not decode and were left out.", v->fleet.bad_records);
+	}
 
 	family(out, "partdns_tcp_refused_total", "counter",
 	       "TCP connections closed at accept: over server.tcp_max_per_client, or the thread full with none idle.");

@@ -238,6 +238,10 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 		        ull(v->reloads), ull(v->reload_failures), last, result);
 		fprintf(out, "standby %s\n", v->standby && v->standby[0] ? v->standby : "-");
 		fprintf(out, "plan_source %s\n", v->plan_source ? v->plan_source : "config");
+		if (v->fleet_on)
+			fprintf(out, "fleet_node %s\nfleet_revision %lld\nfleet_connected %s\nfleet_member %s\n",
+			        v->fleet.name, (long long)v->fleet.revision, v->fleet.connected ? "yes" : "no",
+			        v->fleet.member[0] ? v->fleet.member : "-");
 		if (v->next_serial == 0)
 			fputs("plan_next -\n", out);
 		else if (v->next_at == 0)
@@ -283,6 +287,14 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 			p++;
 	}
 	fprintf(out, "},\n  \"plan_source\": \"%s\",\n", v->plan_source ? v->plan_source : "config");
+	if (v->fleet_on) {
+		fputs("  \"fleet\": {\"node\": ", out);
+		json_string(out, v->fleet.name);
+		fprintf(out, ", \"revision\": %lld, \"connected\": %s, \"member\": ", (long long)v->fleet.revision,
+		        v->fleet.connected ? "true" : "false");
+		json_string(out, v->fleet.member);
+		fputs("},\n", out);
+	}
 	if (v->next_serial == 0) {
 		fputs("  \"plan_next\": null\n}\n", out);
 	} else {

@@ -10,6 +10,7 @@
 #include "partition/partition.h"
 #include "resolver/cache.h"
 #include "resolver/counters.h"
+#include "resolver/fleet.h"
 
 /* Per partition, summed over the workers. */
 struct stats_partition {
@@ -44,6 +45,8 @@ struct stats_view {
 	struct stats_hist upstream[STATS_POOLS]; /* upstream latency per pool */
 	struct stats_hist response;              /* client response time of answered misses */
 	const struct rpz *rpz;                   /* policy zones and their hits; NULL = none */
+	bool fleet_on;                           /* store.etcd is set */
+	struct fleet_status fleet;
 };
 
 /** Write the report: "name value" lines, or one JSON object. */
@@ -68,6 +71,8 @@ struct status_view {
 	const char *plan_source;     /* "config", or "store" (an activated plan the config does not hold yet) */
 	unsigned next_serial;        /* the staged plan's serial; 0 = none staged */
 	time_t next_at;              /* when it goes live; 0 = when activated */
+	bool fleet_on;               /* store.etcd is set */
+	struct fleet_status fleet;
 };
 
 /** Write status: "name value" lines, or one JSON object. */

@@ -27,9 +27,13 @@ node_conf() {
   PD_ADDR=$saved IT_HAVE_IPV6=$v6
   mkdir -p "$IT_TMP/store$i"
   sed -i -e "s|store: $IT_TMP/store\$|store: $IT_TMP/store$i|" \
-         -e "s|control: $IT_TMP/control.sock|control: $IT_TMP/control$i.sock|" \
-         -e "s|^partitions:|partitions:\n  serial: ${2:-1}|" "$IT_TMP/n$i.yaml"
+         -e "s|control: $IT_TMP/control.sock|control: $IT_TMP/control$i.sock|" "$IT_TMP/n$i.yaml"
+  # the plan in its own file, as a staged plan replaces it
+  { echo "serial: ${2:-1}"; sed -n '/^partitions:/,$p' "$IT_TMP/n$i.yaml" | tail -n +2 | sed 's/^  //'; } > "$IT_TMP/plan-n$i.yaml"
+  sed -i '/^partitions:/,$d' "$IT_TMP/n$i.yaml"
   cat >> "$IT_TMP/n$i.yaml" <<EOF
+partitions:
+  include: plan-n$i.yaml
 store:
   etcd: { endpoints: $(etcd_yaml_endpoints), prefix: /partdns-it/, name: node$i, lease_ttl: 3, timeout_ms: 1000 }
 EOF
@@ -85,6 +89,28 @@ else
 fi
 out=$(ctl 1 fleet status)
 for i in 1 2 3; do assert_match "fleet status lists node $i" "node$i +[0-9]+ +1 .* ok" "$out"; done
+assert_eq "fleet status: a node's revision is the shared data's" \
+  "$(etcdctl_it get /partdns-it/changed -w json | sed -n 's/.*"mod_revision":\([0-9]*\).*/\1/p')" \
+  "$(ctl 1 fleet status --json | sed -n 's/^{"revision":\([0-9]*\),.*/\1/p')"
+
+assert_eq "status names the node and its revision" "fleet_node node2" "$(ctl 2 status | grep '^fleet_node ')"
+assert_eq "status: watching" "fleet_connected yes" "$(ctl 2 status | grep '^fleet_connected ')"
+
+# ---- a plan staged and activated through one node runs on every node
+sed -e 's/^serial: 1$/serial: 2/' -e 's|prefixes: \[ 127.0.3.0/24,|prefixes: [ 127.0.3.0/24, 127.0.4.0/24,|' "$IT_TMP/plan-n1.yaml" > "$IT_TMP/plan2.yaml"
+out=$(ctl 1 plan stage "$IT_TMP/plan2.yaml")
+assert_contains "plan 2 staged through node 1" "staged plan 2" "$out"
+ctl 1 plan activate >/dev/null
+for i in 1 2 3; do
+  if it_poll 20 2 sh -c "'$PARTDNSCTL_BIN' -c '$IT_TMP/n$i.yaml' status | awk '\$1 == \"plan_serial\" {print \$2}'"; then
+    ok "node $i runs the activated plan 2"
+  else
+    fail "node $i runs the activated plan 2" "$(ctl "$i" status)"
+  fi
+done
+assert_eq "node 3 classifies by plan 2 (127.0.4.0/24 is wuxi's)" "203.0.113.3" "$(steered 3 127.0.4.10)"
+assert_eq "the shared store holds one active plan, none staged" "/partdns-it/plan/active" \
+  "$(etcdctl_it get --prefix /partdns-it/plan/ --keys-only | grep .)"
 
 # ---- one etcd member killed: writes and reads go on, every node follows
 etcd_member_stop 1 kill
@@ -105,6 +131,8 @@ node_start 2
 assert_eq "node 2, restarted with etcd down, has the flagged domains" "2" "$(domains 2)"
 assert_eq "and steers from them" "203.0.113.1" "$(steered 2 127.0.1.10)"
 assert_eq "node 1 serves on" "203.0.113.3" "$(steered 1 127.0.3.10)"
+assert_eq "node 2 still runs plan 2 from its copy" "203.0.113.3" "$(steered 2 127.0.4.10)"
+assert_eq "status: not watching" "fleet_connected no" "$(ctl 1 status | grep '^fleet_connected ')"
 
 # ---- etcd returns: every node catches up
 for i in 1 2 3; do etcd_member_start "$i"; done
@@ -158,14 +186,14 @@ assert_match "and said why" "compacted away" "$(cat "$IT_TMP/node3.log")"
 
 # ---- drift: a node on another plan serial; a dead node leaves the list
 node_stop 3
-node_conf 3 2
+node_conf 3 3
 node_start 3
 if it_poll 15 1 sh -c "'$PARTDNSCTL_BIN' -c '$IT_TMP/n1.yaml' fleet status >/dev/null 2>&1; echo \$?"; then
   ok "fleet status exits 1 on drift"
 else
   fail "fleet status exits 1 on drift" "$(ctl 1 fleet status)"
 fi
-assert_match "it names the node and why" "node3 .*plan serial 2, the fleet's is 1" "$(ctl 1 fleet status)"
+assert_match "it names the node and why" "node3 .*plan serial 3, the fleet's is 2" "$(ctl 1 fleet status)"
 kill -KILL "${IT_PIDS[node3]}"
 it_wait_exit "${IT_PIDS[node3]}" 5
 unset "IT_PIDS[node3]"
