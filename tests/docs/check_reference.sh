@@ -39,6 +39,8 @@ BEGIN {
 	also["local_items"] = "partitions.list[].local_zones[]."  # the same rows, per partition
 	prefix["rpz_items"] = "rpz[]."
 	prefix["rpz_tsig_items"] = "rpz[].tsig."
+	prefix["store_items"] = "store."
+	prefix["etcd_items"] = "store.etcd."
 }
 /^static const struct sitem [a-z_0-9]+\[\] = \{/ {
 	t = $5; sub(/\[\].*/, "", t)
@@ -57,7 +59,7 @@ if grep -q '^UNKNOWN_TABLE' <<<"$schema_keys"; then
 	err "conf/schema.c has a table this test does not place: $(grep '^UNKNOWN_TABLE' <<<"$schema_keys" | cut -d' ' -f2 | tr '\n' ' ')(add it to the prefix map in $0)"
 fi
 roots=$(grep '^ROOT' <<<"$schema_keys" | sed 's/^ROOT//' | sort | tr '\n' ' ')
-[ "$roots" = "cache edns local_zones partitions resolver rpz server " ] ||
+[ "$roots" = "cache edns local_zones partitions resolver rpz server store " ] ||
 	err "the top-level sections of conf/schema.c are '$roots'; update the prefix map in $0"
 keys=$(grep -v -e '^ROOT' -e '^UNKNOWN_TABLE' <<<"$schema_keys" | sort -u)
 nkeys=$(wc -l <<<"$keys")
