@@ -17,7 +17,7 @@ PACKAGES=(
   libfstrm-dev libprotobuf-c-dev protobuf-c-compiler fstrm-bin  # server.dnstap: fstrm writer, protobuf-c, protoc-c; fstrm_capture in tests
   prometheus curl                                   # promtool check metrics and scrapes in test_metrics.sh
   socat util-linux                                  # a syslog socket for tests, unshare
-  libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client  # store.etcd: the client's HTTP and JSON; a test cluster, etcdctl
+  libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client openssl  # store.etcd: the client's HTTP and JSON; a test cluster, etcdctl, test certificates
 )
 
 missing=()
