@@ -169,6 +169,7 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 	}
 	v->fleet_on = d->fleet != NULL;
 	fleet_status(d->fleet, &v->fleet);
+	v->tier = resolve_edns_tier(d->edns);
 	resolve_normal_counters(d->normal, v->pool[STATS_POOL_NORMAL]);
 	resolve_edns_counters(d->edns, v->pool[STATS_POOL_EDNS]);
 	for (size_t i = 0; i < COUNTERS_N; i++)

@@ -86,9 +86,8 @@ static void per_pool(FILE *out, const struct stats_view *v, const char *name, co
 }
 
 /* edns.tier: each node's state as this frontend sees it (no samples when it is not a frontend). */
-static void write_tier(FILE *out)
+static void write_tier(FILE *out, const struct tier *tr)
 {
-	const struct tier *tr = tier_published();
 	family(out, "partdns_tier_node_up", "gauge",
 	       "1 while the EDNS tier node answers this frontend's probes (it owns its partitions), 0 while down.");
 	for (size_t i = 0; tr != NULL && i < tr->n; i++) {
@@ -204,7 +203,7 @@ static void write_global(FILE *out, const struct stats_view *v)
 	single(out, "partdns_tier_failovers_total", "counter",
 	       "Tier queries sent again to the next node by score because the partition's node timed out or "
 	       "could not be reached.", v->pool[STATS_POOL_EDNS][C_tier_failovers]);
-	write_tier(out);
+	write_tier(out, v->tier);
 
 	family(out, "partdns_inflight", "gauge", "Resolutions in flight now, by pool.");
 	fprintf(out, "partdns_inflight{pool=\"normal\"} %u\n", v->inflight_normal);

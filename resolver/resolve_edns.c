@@ -1618,7 +1618,6 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 			log_warn("edns.tier is set: edns.policy forward and edns.forward do not apply here; every flagged "
 			         "resolution goes to the tier");
 		log_info("EDNS tier: %zu node(s); flagged misses go to each partition's owner", p->tier->n);
-		tier_publish(p->tier);
 	}
 	/* edns.outgoing is read once: a restart key (daemon.c note_restart_keys) */
 	for (size_t i = 0; i < c->edns.noutgoing; i++) {
@@ -1700,6 +1699,11 @@ unsigned resolve_edns_inflight(struct resolve_edns *p)
 	return atomic_load_explicit(&p->inflight, memory_order_relaxed);
 }
 
+const struct tier *resolve_edns_tier(const struct resolve_edns *p)
+{
+	return p->tier;
+}
+
 void resolve_edns_counters(struct resolve_edns *p, uint64_t *sum)
 {
 	for (unsigned i = 0; i < p->nthreads; i++)
@@ -1737,8 +1741,6 @@ void resolve_edns_free(struct resolve_edns *p)
 	if (p == NULL)
 		return;
 	resolve_edns_join(p);
-	if (p->tier != NULL)
-		tier_publish(NULL); /* stats and metrics stop before the pools go (daemon_free) */
 	for (unsigned i = 0; p->threads && i < p->nthreads; i++) {
 		struct ethread *t = &p->threads[i];
 		if (t->ctx)

@@ -10,6 +10,8 @@
 #include "resolver/dnstap.h"
 #include "resolver/job.h"
 
+struct tier;
+
 struct resolve_edns;
 
 /**
@@ -25,6 +27,8 @@ void resolve_edns_join(struct resolve_edns *p);
 void resolve_edns_free(struct resolve_edns *p);
 /** Queue a job on the thread of its name. @return 0 or -EBUSY (edns.max_inflight reached). */
 int resolve_edns_submit(struct resolve_edns *p, struct job *job);
+/** edns.tier's nodes and their state (for stats and metrics), or NULL when this node is no frontend. Lives with the pool. */
+const struct tier *resolve_edns_tier(const struct resolve_edns *p);
 /** Add the pool threads' counters to sum[COUNTERS_N]. */
 void resolve_edns_counters(struct resolve_edns *p, uint64_t *sum);
 /** Add the latencies of upstream queries answered (a matching response) to bucket[HIST_NB + 1], *sum_ns. */

@@ -146,7 +146,7 @@ static void write_json(FILE *out, const struct stats_view *v)
 	        ull(cs->inserts), ull(cs->evictions), ull(cs->expired));
 	fprintf(out, "  \"edns_domains\": %zu,\n", v->edns_domains);
 	/* edns.tier: each node's state as this frontend sees it (none: not a frontend) */
-	const struct tier *tr = tier_published();
+	const struct tier *tr = v->tier;
 	fputs("  \"tier\": [", out);
 	for (size_t i = 0; tr != NULL && i < tr->n; i++) {
 		fprintf(out, "%s\n    { \"node\": ", i ? "," : "");
@@ -183,7 +183,7 @@ static void write_text(FILE *out, const struct stats_view *v)
 	for (const struct pool_item *it = edns_items; it->name; it++)
 		fprintf(out, "edns.%s %llu\n", it->name, ull(pool_value(v, STATS_POOL_EDNS, it)));
 	fprintf(out, "edns.inflight %u\n", v->inflight_edns);
-	const struct tier *tr = tier_published();
+	const struct tier *tr = v->tier;
 	for (size_t i = 0; tr != NULL && i < tr->n; i++)
 		fprintf(out, "edns.tier.%s.up %d\nedns.tier.%s.downs %llu\n", tr->node[i].text,
 		        tier_is_up(tr, (unsigned)i) ? 1 : 0, tr->node[i].text,

@@ -47,6 +47,7 @@ struct stats_view {
 	const struct rpz *rpz;                   /* policy zones and their hits; NULL = none */
 	bool fleet_on;                           /* store.etcd is set */
 	struct fleet_status fleet;
+	const struct tier *tier;                 /* edns.tier's nodes as this frontend sees them; NULL = none */
 };
 
 /** Write the report: "name value" lines, or one JSON object. */

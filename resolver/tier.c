@@ -31,8 +31,6 @@
  */
 #define TIER_HASH_SEED 0x70617274646e7331ull /* "partdns1" */
 
-static _Atomic(struct tier *) published;
-
 /* "ADDR@PORT" as inet_ntop writes the address: the same text for the same node whatever the config spelt. */
 static void node_text(const struct sockaddr_storage *ss, char *out, size_t cap)
 {
@@ -157,14 +155,4 @@ void tier_probe_result(struct tier *t, unsigned i, bool answered)
 void tier_query_timeout(struct tier *t, unsigned i)
 {
 	set_down(t, i, "a query to it timed out");
-}
-
-void tier_publish(struct tier *t)
-{
-	atomic_store(&published, t);
-}
-
-const struct tier *tier_published(void)
-{
-	return atomic_load(&published);
 }

@@ -66,12 +66,3 @@ void tier_probe_result(struct tier *t, unsigned i, bool answered);
 /** A query forwarded to node i timed out (any EDNS thread): it is down until a probe is answered. */
 void tier_query_timeout(struct tier *t, unsigned i);
 
-/**
- * The daemon's running tier, for partdnsctl stats and /metrics (the stats
- * view is gathered in daemon.c, which knows only the pool's counters):
- * set by the EDNS pool when made, cleared before it is freed.
- */
-void tier_publish(struct tier *t);
-
-/** The published tier, or NULL (none, or not a frontend). Valid while the pool lives. */
-const struct tier *tier_published(void);
