@@ -306,6 +306,23 @@ static json_object *j_b64(const void *data, size_t len)
 	return o;
 }
 
+/* A whole answer's body as JSON (the client's one parse of a body). @return NULL when it is not JSON. */
+static json_object *parse_object(const char *buf, size_t len)
+{
+	if (len > INT32_MAX)
+		return NULL;
+	json_tokener *tok = json_tokener_new();
+	if (tok == NULL)
+		return NULL;
+	json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
+	if (json_tokener_get_error(tok) != json_tokener_success) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
 /* ---- HTTP ---- */
 
 struct body {
@@ -430,7 +447,7 @@ static int request(struct etcd *e, const char *path, const char *body, json_obje
 				return rc;
 			continue;
 		}
-		json_object *o = b.buf != NULL ? json_tokener_parse(b.buf) : NULL;
+		json_object *o = b.buf != NULL ? parse_object(b.buf, b.len) : NULL;
 		free(b.buf);
 		if (status == 200 && o != NULL && json_object_is_type(o, json_type_object)) {
 			e->cur = i;
@@ -508,26 +525,13 @@ void etcd_range_free(struct etcd_range *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int etcd_get(struct etcd *e, const char *key, const char *end, int64_t revision, size_t limit,
-             struct etcd_range *out)
+/* A range answer, parsed. @return 0 (out filled), ETCD_E_PROTOCOL, ETCD_E_NOMEM (out cleared). */
+static int range_from_json(json_object *ans, struct etcd_range *out)
 {
 	memset(out, 0, sizeof(*out));
-	json_object *req = json_object_new_object(), *ans;
-	if (req == NULL)
-		return ETCD_E_NOMEM;
-	json_object_object_add(req, "key", j_b64(key, strlen(key)));
-	if (end != NULL)
-		json_object_object_add(req, "range_end", j_b64(end, strlen(end)));
-	if (revision > 0)
-		json_object_object_add(req, "revision", json_object_new_int64(revision));
-	if (limit > 0)
-		json_object_object_add(req, "limit", json_object_new_int64((int64_t)limit));
-	int rc = call(e, "/v3/kv/range", req, &ans);
-	if (rc != 0)
-		return rc;
 	json_object *kvs = NULL;
-	rc = ETCD_E_PROTOCOL;
-	if (!j_header(ans, &out->revision, &out->cluster))
+	int rc = ETCD_E_PROTOCOL;
+	if (!json_object_is_type(ans, json_type_object) || !j_header(ans, &out->revision, &out->cluster))
 		goto done;
 	out->more = j_bool(ans, "more");
 	if (json_object_object_get_ex(ans, "kvs", &kvs)) {
@@ -546,10 +550,42 @@ int etcd_get(struct etcd *e, const char *key, const char *end, int64_t revision,
 	}
 	rc = 0;
 done:
-	if (rc == ETCD_E_PROTOCOL)
-		set_err(e, "%s: a range answer that is not etcd's", e->member);
 	if (rc != 0)
 		etcd_range_free(out);
+	return rc;
+}
+
+int etcd_parse_range(const char *json, size_t len, struct etcd_range *out)
+{
+	memset(out, 0, sizeof(*out));
+	json_object *ans = parse_object(json, len);
+	if (ans == NULL)
+		return ETCD_E_PROTOCOL;
+	int rc = range_from_json(ans, out);
+	json_object_put(ans);
+	return rc;
+}
+
+int etcd_get(struct etcd *e, const char *key, const char *end, int64_t revision, size_t limit,
+             struct etcd_range *out)
+{
+	memset(out, 0, sizeof(*out));
+	json_object *req = json_object_new_object(), *ans;
+	if (req == NULL)
+		return ETCD_E_NOMEM;
+	json_object_object_add(req, "key", j_b64(key, strlen(key)));
+	if (end != NULL)
+		json_object_object_add(req, "range_end", j_b64(end, strlen(end)));
+	if (revision > 0)
+		json_object_object_add(req, "revision", json_object_new_int64(revision));
+	if (limit > 0)
+		json_object_object_add(req, "limit", json_object_new_int64((int64_t)limit));
+	int rc = call(e, "/v3/kv/range", req, &ans);
+	if (rc != 0)
+		return rc;
+	rc = range_from_json(ans, out);
+	if (rc == ETCD_E_PROTOCOL)
+		set_err(e, "%s: a range answer that is not etcd's", e->member);
 	json_object_put(ans);
 	return rc;
 }
@@ -660,18 +696,61 @@ int etcd_lease_revoke(struct etcd *e, int64_t id)
 
 /* ---- watch ---- */
 
-struct watch {
-	struct etcd *e;
+struct etcd_watch_parser {
 	json_tokener *tok;
-	size_t fed;          /* bytes of the object being parsed */
+	size_t fed;          /* bytes of the message being parsed */
 	etcd_watch_fn fn;
 	void *arg;
-	const atomic_bool *stop;
-	const char *member;  /* the endpoint watched */
-	int rc;              /* why the transfer was cut: fn's value or an ETCD_E_* */
+	int rc;              /* non-zero: the stream ended with it */
 	int64_t compacted;
 	bool created;
+	char err[256];
 };
+
+__attribute__((format(printf, 2, 3))) static void parser_err(struct etcd_watch_parser *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->err, sizeof(p->err), fmt, ap);
+	va_end(ap);
+}
+
+struct etcd_watch_parser *etcd_watch_parser_new(etcd_watch_fn fn, void *arg)
+{
+	struct etcd_watch_parser *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	if ((p->tok = json_tokener_new()) == NULL) {
+		free(p);
+		return NULL;
+	}
+	p->fn = fn;
+	p->arg = arg;
+	return p;
+}
+
+void etcd_watch_parser_free(struct etcd_watch_parser *p)
+{
+	if (p == NULL)
+		return;
+	json_tokener_free(p->tok);
+	free(p);
+}
+
+bool etcd_watch_parser_created(const struct etcd_watch_parser *p)
+{
+	return p->created;
+}
+
+int64_t etcd_watch_parser_compacted(const struct etcd_watch_parser *p)
+{
+	return p->compacted;
+}
+
+const char *etcd_watch_parser_error(const struct etcd_watch_parser *p)
+{
+	return p->err;
+}
 
 static void events_free(struct etcd_event *ev, size_t n)
 {
@@ -681,7 +760,7 @@ static void events_free(struct etcd_event *ev, size_t n)
 }
 
 /* One message of the stream. @return 0 to go on, or the reason to stop. */
-static int watch_message(struct watch *w, json_object *o)
+static int watch_message(struct etcd_watch_parser *p, json_object *o)
 {
 	json_object *res;
 	if (!json_object_is_type(o, json_type_object))
@@ -690,7 +769,7 @@ static int watch_message(struct watch *w, json_object *o)
 		json_object *err;
 		if (json_object_object_get_ex(o, "error", &err)) {
 			const char *msg = json_object_is_type(err, json_type_object) ? j_str(err, "message") : NULL;
-			set_err(w->e, "%s: watch ended: %s", w->e->member, msg ? msg : "(no message)");
+			parser_err(p, "watch ended: %s", msg ? msg : "(no message)");
 			return ETCD_E_UNAVAILABLE;
 		}
 		return ETCD_E_PROTOCOL;
@@ -702,19 +781,18 @@ static int watch_message(struct watch *w, json_object *o)
 	if (!j_header(res, &rev, &cluster) || !j_i64(res, "compact_revision", &compact))
 		return ETCD_E_PROTOCOL;
 	if (compact > 0) {
-		w->compacted = compact;
-		set_err(w->e, "%s: watch from a compacted revision (oldest kept %" PRId64 ")", w->e->member, compact);
+		p->compacted = compact;
+		parser_err(p, "watch from a compacted revision (oldest kept %" PRId64 ")", compact);
 		return ETCD_E_COMPACTED;
 	}
 	if (j_bool(res, "canceled")) {
 		const char *why = j_str(res, "cancel_reason");
-		set_err(w->e, "%s: watch cancelled%s%s", w->e->member, why ? ": " : "", why ? why : "");
+		parser_err(p, "watch cancelled%s%s", why ? ": " : "", why ? why : "");
 		return ETCD_E_SERVER;
 	}
-	if (j_bool(res, "created") && !w->created) {
-		w->created = true;
-		snprintf(w->e->member, sizeof(w->e->member), "%s", w->member);
-		int rc = w->fn(NULL, 0, rev, cluster, w->arg); /* the watch is live from here */
+	if (j_bool(res, "created") && !p->created) {
+		p->created = true;
+		int rc = p->fn(NULL, 0, rev, cluster, p->arg); /* the watch is live from here */
 		if (rc != 0)
 			return rc;
 	}
@@ -740,49 +818,90 @@ static int watch_message(struct watch *w, json_object *o)
 		}
 		ev[i].del = type != NULL && strcmp(type, "DELETE") == 0;
 	}
-	int rc = w->fn(ev, n, rev, cluster, w->arg);
+	int rc = p->fn(ev, n, rev, cluster, p->arg);
 	events_free(ev, n);
 	return rc;
 }
 
-static size_t watch_write(char *data, size_t size, size_t nmemb, void *arg)
+static int parser_feed(struct etcd_watch_parser *p, const char *data, size_t n)
 {
-	struct watch *w = arg;
-	size_t n = size * nmemb, off = 0;
+	size_t off = 0;
 	while (off < n) {
 		size_t chunk = n - off;
 		if (chunk > INT32_MAX)
 			chunk = INT32_MAX;
-		json_object *o = json_tokener_parse_ex(w->tok, data + off, (int)chunk);
-		enum json_tokener_error je = json_tokener_get_error(w->tok);
-		size_t used = json_tokener_get_parse_end(w->tok);
+		json_object *o = json_tokener_parse_ex(p->tok, data + off, (int)chunk);
+		enum json_tokener_error je = json_tokener_get_error(p->tok);
+		size_t used = json_tokener_get_parse_end(p->tok);
 		if (je == json_tokener_continue) {
-			w->fed += chunk;
-			if (w->fed > ETCD_WATCH_OBJECT_MAX) {
-				w->rc = ETCD_E_PROTOCOL;
-				set_err(w->e, "%s: a watch message larger than %zu bytes", w->e->member, ETCD_WATCH_OBJECT_MAX);
-				return 0;
+			p->fed += chunk;
+			if (p->fed > ETCD_WATCH_OBJECT_MAX) {
+				parser_err(p, "a watch message larger than %zu bytes", ETCD_WATCH_OBJECT_MAX);
+				return ETCD_E_PROTOCOL;
 			}
-			return n;
+			off += chunk;
+			continue;
 		}
 		if (je != json_tokener_success || o == NULL) {
 			json_object_put(o);
-			w->rc = ETCD_E_PROTOCOL;
-			set_err(w->e, "%s: the watch stream is not JSON: %s", w->e->member, json_tokener_error_desc(je));
-			return 0;
+			parser_err(p, "the watch stream is not JSON: %s", json_tokener_error_desc(je));
+			return ETCD_E_PROTOCOL;
 		}
-		int rc = watch_message(w, o);
+		int rc = watch_message(p, o);
 		json_object_put(o);
-		json_tokener_reset(w->tok);
-		w->fed = 0;
+		json_tokener_reset(p->tok);
+		p->fed = 0;
 		if (rc != 0) {
-			w->rc = rc;
-			return 0;
+			if (rc == ETCD_E_PROTOCOL && p->err[0] == '\0')
+				parser_err(p, "a watch message that is not etcd's");
+			return rc;
 		}
 		off += used;
 		/* what separates messages (a newline) is skipped by the next parse */
 		while (off < n && (data[off] == '\n' || data[off] == '\r' || data[off] == ' '))
 			off++;
+	}
+	return 0;
+}
+
+int etcd_watch_parser_feed(struct etcd_watch_parser *p, const char *data, size_t len)
+{
+	if (p->rc == 0)
+		p->rc = parser_feed(p, data, len);
+	return p->rc;
+}
+
+/* One watch connection. */
+struct watch {
+	struct etcd *e;
+	struct etcd_watch_parser *p;
+	etcd_watch_fn fn;
+	void *arg;
+	const atomic_bool *stop;
+	const char *member;  /* the endpoint watched */
+	int rc;              /* why the transfer was cut: fn's value or an ETCD_E_* */
+};
+
+/* The caller's fn, with the member named once the watch is live. */
+static int watch_fn(const struct etcd_event *ev, size_t n, int64_t header_revision, uint64_t cluster, void *arg)
+{
+	struct watch *w = arg;
+	if (ev == NULL && n == 0)
+		snprintf(w->e->member, sizeof(w->e->member), "%s", w->member);
+	return w->fn(ev, n, header_revision, cluster, w->arg);
+}
+
+static size_t watch_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct watch *w = arg;
+	size_t n = size * nmemb;
+	int rc = etcd_watch_parser_feed(w->p, data, n);
+	if (rc != 0) {
+		w->rc = rc;
+		const char *why = etcd_watch_parser_error(w->p);
+		if (why[0] != '\0')
+			set_err(w->e, "%s: %s", w->member, why);
+		return 0;
 	}
 	return n;
 }
@@ -830,7 +949,7 @@ int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_r
 	char url[512];
 	snprintf(url, sizeof(url), "%s/v3/watch", e->endpoints[i]);
 	w.member = e->endpoints[i];
-	if ((w.tok = json_tokener_new()) == NULL) {
+	if ((w.p = etcd_watch_parser_new(watch_fn, &w)) == NULL) {
 		free(body);
 		return ETCD_E_NOMEM;
 	}
@@ -853,14 +972,15 @@ int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_r
 		set_err(e, "%s: the watch stream ended (HTTP %ld)", url, status);
 		rc = status == 200 ? ETCD_E_UNAVAILABLE : ETCD_E_SERVER;
 	}
-	if (rc == ETCD_E_UNAVAILABLE || (rc == ETCD_E_SERVER && !w.created))
+	bool created = etcd_watch_parser_created(w.p);
+	if (rc == ETCD_E_UNAVAILABLE || (rc == ETCD_E_SERVER && !created))
 		e->cur = (i + 1) % e->nendpoints; /* the next attempt goes to another member */
 	if (rc == ETCD_E_AUTH || (status == 401)) {
 		free(e->token);
 		e->token = NULL;
 	}
-	*compacted = w.compacted;
-	json_tokener_free(w.tok);
+	*compacted = etcd_watch_parser_compacted(w.p);
+	etcd_watch_parser_free(w.p);
 	free(body);
 	return rc;
 }

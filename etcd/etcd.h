@@ -132,5 +132,45 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, size_t n, int64_t head
 int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_revision, etcd_watch_fn fn,
                void *arg, const atomic_bool *stop, int64_t *compacted);
 
+/*
+ * The answer parsers, with no I/O: etcd_get and etcd_watch parse every
+ * answer through them, and tests/etcd/fuzz_etcd.c fuzzes them. Input is
+ * hostile: anything that is not what etcd's gateway sends is
+ * ETCD_E_PROTOCOL (keys and values strict base64, a key without NUL,
+ * 64-bit numbers as integers only, the header required).
+ */
+
+/**
+ * A range answer's body (len bytes, need not be NUL-terminated).
+ * @return 0 (out filled: etcd_range_free), ETCD_E_PROTOCOL, ETCD_E_NOMEM (out empty).
+ */
+int etcd_parse_range(const char *json, size_t len, struct etcd_range *out);
+
+/* The reader of a watch stream: a sequence of JSON messages, fed in pieces split anywhere. */
+struct etcd_watch_parser;
+
+/** A parser calling fn (as etcd_watch does) with arg. @return NULL on ENOMEM. */
+struct etcd_watch_parser *etcd_watch_parser_new(etcd_watch_fn fn, void *arg);
+void etcd_watch_parser_free(struct etcd_watch_parser *p);
+
+/**
+ * The next len bytes of the stream. A single message is capped (64 MiB).
+ * @return 0 to go on; else the stream is over and every later call returns
+ *         the same: fn's non-zero value, ETCD_E_COMPACTED (see
+ *         etcd_watch_parser_compacted), ETCD_E_SERVER (etcd cancelled the
+ *         watch), ETCD_E_UNAVAILABLE (an error message), ETCD_E_PROTOCOL,
+ *         ETCD_E_NOMEM.
+ */
+int etcd_watch_parser_feed(struct etcd_watch_parser *p, const char *data, size_t len);
+
+/** Whether the stream said the watch was created (fn was called with no events). */
+bool etcd_watch_parser_created(const struct etcd_watch_parser *p);
+
+/** The oldest revision kept, after ETCD_E_COMPACTED (else 0). */
+int64_t etcd_watch_parser_compacted(const struct etcd_watch_parser *p);
+
+/** Why the stream ended ("" if it has not, or fn ended it). */
+const char *etcd_watch_parser_error(const struct etcd_watch_parser *p);
+
 /** The member the last successful request went to ("" before any). */
 const char *etcd_member(const struct etcd *e);
