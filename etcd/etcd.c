@@ -984,3 +984,8 @@ int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_r
 	free(body);
 	return rc;
 }
+
+void etcd_skip_member(struct etcd *e)
+{
+	e->cur = (e->cur + 1) % e->nendpoints;
+}

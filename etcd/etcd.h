@@ -174,3 +174,6 @@ const char *etcd_watch_parser_error(const struct etcd_watch_parser *p);
 
 /** The member the last successful request went to ("" before any). */
 const char *etcd_member(const struct etcd *e);
+
+/** The next request (or watch) goes to the next member first: the current one is thought unwell. */
+void etcd_skip_member(struct etcd *e);

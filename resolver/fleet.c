@@ -34,6 +34,11 @@ struct fleet {
 	pthread_t mirror_thread, node_thread;
 	bool mirror_started, node_started;
 	atomic_bool stop;
+	/* Ends the current watch (set by stop, and by the registration thread
+	 * when the watch lags the shared data: a member that hangs without
+	 * closing its connection sends nothing, and TCP keepalives of a live
+	 * kernel do not tell) */
+	atomic_bool rewatch;
 	time_t started;
 
 	pthread_mutex_t lock; /* the fields below; cond wakes the registration */
@@ -251,9 +256,17 @@ static void *mirror_main(void *arg)
 			continue;
 		}
 		int64_t compacted;
-		int rc = etcd_watch(f->watch_e, f->prefix, end, rev + 1, on_events, f, &f->stop, &compacted);
-		if (rc == ETCD_E_STOPPED)
+		atomic_store(&f->rewatch, false);
+		int rc = etcd_watch(f->watch_e, f->prefix, end, rev + 1, on_events, f, &f->rewatch, &compacted);
+		if (atomic_load(&f->stop))
 			break;
+		if (rc == ETCD_E_STOPPED) {
+			log_warn("fleet: the watch on %s lags the shared store: watching from another member",
+			         etcd_member(f->watch_e));
+			etcd_skip_member(f->watch_e);
+			set_connected(f, false, "the watch lagged");
+			continue;
+		}
 		if (rc == ETCD_E_COMPACTED || rc == FLEET_RESYNC) {
 			log_warn("fleet: %s: copying the whole shared store again",
 			         rc == FLEET_RESYNC ? "etcd is another cluster than the one last mirrored"
@@ -330,12 +343,50 @@ static bool said_same(const struct said *a, const struct said *b)
 	return a->revision == b->revision && a->serial == b->serial && a->connected == b->connected;
 }
 
+/* The watch may take this long to deliver a change before it is thought stuck. */
+#define FLEET_LAG_S 5
+
+/*
+ * Is the mirror behind the shared data for longer than FLEET_LAG_S? Then its
+ * watch is stuck on a member that stopped sending (hung, partitioned):
+ * end it, and the mirror watches from the next member. One range per
+ * registration round. @return 0 or the range's ETCD_E_*.
+ */
+static int check_lag(struct fleet *f, time_t *since, int64_t *seen)
+{
+	char key[600];
+	snprintf(key, sizeof(key), "%s%s", f->prefix, STORE_ETCD_CHANGED);
+	struct etcd_range r;
+	int rc = etcd_get(f->node_e, key, NULL, 0, 0, &r);
+	if (rc != 0)
+		return rc;
+	int64_t data = r.n == 1 ? r.kvs[0].mod_revision : 0;
+	etcd_range_free(&r);
+	pthread_mutex_lock(&f->lock);
+	bool behind = f->connected && data > f->revision;
+	bool moving = f->revision != *seen; /* a long import: behind, but applying */
+	*seen = f->revision;
+	pthread_mutex_unlock(&f->lock);
+	time_t now = time(NULL);
+	if (!behind || moving)
+		*since = behind ? now : 0;
+	else if (*since == 0)
+		*since = now;
+	else if (now - *since >= FLEET_LAG_S) {
+		atomic_store(&f->rewatch, true);
+		*since = 0;
+	}
+	return 0;
+}
+
 static void *node_main(void *arg)
 {
 	struct fleet *f = arg;
 	char key[600];
 	snprintf(key, sizeof(key), "%s%s%s", f->prefix, STORE_ETCD_NODES, f->name);
 	int64_t lease = 0;
+	time_t lag_since = 0;
+	int64_t lag_seen = -1;
 	struct said said = { .revision = -1 };
 	unsigned every = f->lease_ttl * 1000 / 3; /* renewals per lease: three chances */
 	struct timespec renew = deadline(0);
@@ -357,6 +408,8 @@ static void *node_main(void *arg)
 			if (rc == 0)
 				renew = deadline(every);
 		}
+		if (rc == 0)
+			rc = check_lag(f, &lag_since, &lag_seen);
 		struct said want = said_now(f);
 		if (rc == 0 && !said_same(&want, &said)) {
 			char *v = node_json(f);
@@ -384,7 +437,7 @@ static void *node_main(void *arg)
 		}
 		pthread_mutex_unlock(&f->lock);
 	}
-	if (lease != 0)
+	if (lease != 0 && said.revision >= 0)
 		etcd_lease_revoke(f->node_e, lease); /* leave the list now, not a lease later */
 	return NULL;
 }
@@ -478,6 +531,7 @@ void fleet_stop(struct fleet *f)
 		return;
 	pthread_mutex_lock(&f->lock);
 	atomic_store(&f->stop, true);
+	atomic_store(&f->rewatch, true);
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
 	if (f->mirror_started)

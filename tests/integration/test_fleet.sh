@@ -143,6 +143,27 @@ for i in 1 2 3; do
   if it_poll 30 1 domains "$i"; then ok "node $i caught up after the outage"; else fail "node $i caught up after the outage" "edns_domains $(domains "$i")"; fi
 done
 
+# ---- the member node 1 watches hangs (SIGSTOP: its connections stay open, silent):
+# the node notices its watch lags the shared data and watches another member
+m=$(ctl 1 status | awk '$1 == "fleet_member" {print $2}')
+idx=${m#http://$NET.7}; idx=${idx%%:*}
+if [ -n "${IT_PIDS[etcd$idx]:-}" ]; then
+  kill -STOP "${IT_PIDS[etcd$idx]}"
+  for ((k = 0; k < 20; k++)); do
+    out=$(ctl 2 domain add hung.example) && break  # an election may be under way: again
+    sleep 0.5
+  done
+  assert_contains "a write with a member hung" "added hung.example." "$out"
+  if it_poll 40 2 domains 1; then ok "node 1 left the hung member's watch and applied it"; else fail "node 1 left the hung member" "edns_domains $(domains 1)" "$(grep fleet "$IT_TMP/node1.log" | tail -n 5)"; fi
+  assert_match "and said why" "lags the shared store" "$(cat "$IT_TMP/node1.log")"
+  kill -CONT "${IT_PIDS[etcd$idx]}"
+  etcd_wait_healthy 30 || die "etcd did not recover from SIGCONT"
+  out=$(ctl 2 domain del hung.example)
+  for i in 1 2 3; do it_poll 30 1 domains "$i" || fail "node $i dropped hung.example" "edns_domains $(domains "$i")"; done
+else
+  fail "node 1 names the member it watches" "fleet_member '$m'"
+fi
+
 # ---- two writers at once lose nothing
 writer() {
   local tag=$1 k
