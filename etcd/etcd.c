@@ -769,7 +769,11 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 		json_object *err;
 		if (json_object_object_get_ex(o, "error", &err)) {
 			const char *msg = json_object_is_type(err, json_type_object) ? j_str(err, "message") : NULL;
+			int64_t code = 0;
 			parser_err(p, "watch ended: %s", msg ? msg : "(no message)");
+			if (json_object_is_type(err, json_type_object) && j_i64(err, "grpc_code", &code) &&
+			    (code == GRPC_UNAUTHENTICATED || code == GRPC_PERMISSION_DENIED))
+				return ETCD_E_AUTH;
 			return ETCD_E_UNAVAILABLE;
 		}
 		return ETCD_E_PROTOCOL;
@@ -788,6 +792,11 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 	if (j_bool(res, "canceled")) {
 		const char *why = j_str(res, "cancel_reason");
 		parser_err(p, "watch cancelled%s%s", why ? ": " : "", why ? why : "");
+		/* the gateway cancels a watch whose token or permission etcd
+		 * refuses: "rpc error: code = Unauthenticated desc = ..." */
+		if (why != NULL && (strstr(why, "code = Unauthenticated") != NULL ||
+		                    strstr(why, "code = PermissionDenied") != NULL))
+			return ETCD_E_AUTH;
 		return ETCD_E_SERVER;
 	}
 	if (j_bool(res, "created") && !p->created) {
@@ -916,31 +925,10 @@ static int watch_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_
 	return 0;
 }
 
-int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_revision, etcd_watch_fn fn,
-               void *arg, const atomic_bool *stop, int64_t *compacted)
+/* One watch connection to the member to try first, with the request body. */
+static int watch_once(struct etcd *e, const char *body, etcd_watch_fn fn, void *arg, const atomic_bool *stop,
+                      int64_t *compacted, bool *created)
 {
-	*compacted = 0;
-	if (e->username != NULL && e->token == NULL) {
-		int rc = authenticate(e);
-		if (rc != 0)
-			return rc;
-	}
-	json_object *req = json_object_new_object(), *cr = json_object_new_object();
-	if (req == NULL || cr == NULL) {
-		json_object_put(req);
-		json_object_put(cr);
-		return ETCD_E_NOMEM;
-	}
-	json_object_object_add(cr, "key", j_b64(key, strlen(key)));
-	if (end != NULL)
-		json_object_object_add(cr, "range_end", j_b64(end, strlen(end)));
-	if (start_revision > 0)
-		json_object_object_add(cr, "start_revision", json_object_new_int64(start_revision));
-	json_object_object_add(req, "create_request", cr);
-	char *body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
-	json_object_put(req);
-	if (body == NULL)
-		return ETCD_E_NOMEM;
 	struct watch w = { .e = e, .fn = fn, .arg = arg, .stop = stop };
 	int rc = ETCD_E_UNAVAILABLE;
 	/* one member per call: the caller loops, and comes back here from the
@@ -949,10 +937,8 @@ int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_r
 	char url[512];
 	snprintf(url, sizeof(url), "%s/v3/watch", e->endpoints[i]);
 	w.member = e->endpoints[i];
-	if ((w.p = etcd_watch_parser_new(watch_fn, &w)) == NULL) {
-		free(body);
+	if ((w.p = etcd_watch_parser_new(watch_fn, &w)) == NULL)
 		return ETCD_E_NOMEM;
-	}
 	struct curl_slist *h = setup(e, url, body);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, watch_write);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &w);
@@ -972,8 +958,8 @@ int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_r
 		set_err(e, "%s: the watch stream ended (HTTP %ld)", url, status);
 		rc = status == 200 ? ETCD_E_UNAVAILABLE : ETCD_E_SERVER;
 	}
-	bool created = etcd_watch_parser_created(w.p);
-	if (rc == ETCD_E_UNAVAILABLE || (rc == ETCD_E_SERVER && !created))
+	*created = etcd_watch_parser_created(w.p);
+	if (rc == ETCD_E_UNAVAILABLE || (rc == ETCD_E_SERVER && !*created))
 		e->cur = (i + 1) % e->nendpoints; /* the next attempt goes to another member */
 	if (rc == ETCD_E_AUTH || (status == 401)) {
 		free(e->token);
@@ -981,6 +967,42 @@ int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_r
 	}
 	*compacted = etcd_watch_parser_compacted(w.p);
 	etcd_watch_parser_free(w.p);
+	return rc;
+}
+
+int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_revision, etcd_watch_fn fn,
+               void *arg, const atomic_bool *stop, int64_t *compacted)
+{
+	*compacted = 0;
+	json_object *req = json_object_new_object(), *cr = json_object_new_object();
+	if (req == NULL || cr == NULL) {
+		json_object_put(req);
+		json_object_put(cr);
+		return ETCD_E_NOMEM;
+	}
+	json_object_object_add(cr, "key", j_b64(key, strlen(key)));
+	if (end != NULL)
+		json_object_object_add(cr, "range_end", j_b64(end, strlen(end)));
+	if (start_revision > 0)
+		json_object_object_add(cr, "start_revision", json_object_new_int64(start_revision));
+	json_object_object_add(req, "create_request", cr);
+	char *body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	json_object_put(req);
+	if (body == NULL)
+		return ETCD_E_NOMEM;
+	int rc = 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (e->username != NULL && e->token == NULL && (rc = authenticate(e)) != 0)
+			break;
+		bool created = false;
+		rc = watch_once(e, body, fn, arg, stop, compacted, &created);
+		/* etcd refuses a token that expired while the watch handle was
+		 * idle by cancelling the watch: once more with a new token (as
+		 * request() does), else the caller's loop would retry with the
+		 * dead one for ever */
+		if (rc != ETCD_E_AUTH || e->username == NULL || created)
+			break;
+	}
 	free(body);
 	return rc;
 }
