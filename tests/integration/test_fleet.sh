@@ -57,6 +57,17 @@ node_stop() { it_stop_pid "${IT_PIDS[node$1]}" 10; unset "IT_PIDS[node$1]"; }
 # ctl I ARGS...: partdnsctl with node I's config (output and status as it gives them).
 ctl() { local i=$1; shift; "$PARTDNSCTL_BIN" -c "$IT_TMP/n$i.yaml" "$@" 2>&1; }
 
+# ctl_retry I ARGS...: as ctl, again for up to 15 s while etcd has no leader
+# (killing or stopping a member may start an election: seconds with these timers)
+ctl_retry() {
+  local k out
+  for ((k = 0; k < 30; k++)); do
+    out=$(ctl "$@") && break
+    sleep 0.5
+  done
+  printf '%s\n' "$out"
+}
+
 # domains I: how many EDNS domains node I runs with.
 domains() { ctl "$1" status | awk '$1 == "edns_domains" {print $2}'; }
 
@@ -112,14 +123,23 @@ assert_eq "node 3 classifies by plan 2 (127.0.4.0/24 is wuxi's)" "203.0.113.3" "
 assert_eq "the shared store holds one active plan, none staged" "/partdns-it/plan/active" \
   "$(etcdctl_it get --prefix /partdns-it/plan/ --keys-only | grep .)"
 
+# ---- a city failed over through one node is failed over on every node
+out=$(ctl 2 partition failover nanjing --to suzhou)
+assert_contains "failover through node 2" "nanjing" "$out"
+for i in 1 3; do
+  if it_poll 20 203.0.113.2 steered "$i" 127.0.1.11; then ok "node $i steers nanjing as suzhou"; else fail "node $i steers nanjing as suzhou" "$(steered "$i" 127.0.1.11)"; fi
+done
+ctl 3 partition failback nanjing >/dev/null
+if it_poll 20 203.0.113.1 steered 1 127.0.1.12; then ok "failback through node 3 reaches node 1"; else fail "failback reaches node 1" "$(steered 1 127.0.1.12)"; fi
+
 # ---- one etcd member killed: writes and reads go on, every node follows
 etcd_member_stop 1 kill
-out=$(ctl 2 domain add static.customer.example)
+out=$(ctl_retry 2 domain add static.customer.example)
 assert_contains "a write with member 1 dead" "added static.customer.example." "$out"
 for i in 1 2 3; do
   if it_poll 20 2 domains "$i"; then ok "node $i follows with member 1 dead"; else fail "node $i follows with member 1 dead" "edns_domains $(domains "$i")"; fi
 done
-assert_contains "a read with member 1 dead" "static.customer.example." "$(ctl 3 domain list)"
+assert_contains "a read with member 1 dead" "static.customer.example." "$(ctl_retry 3 domain list)"
 
 # ---- etcd stopped entirely: nodes keep serving, a restarted node serves from its copy
 etcd_member_stop 2
@@ -137,7 +157,7 @@ assert_eq "status: not watching" "fleet_connected no" "$(ctl 1 status | grep '^f
 # ---- etcd returns: every node catches up
 for i in 1 2 3; do etcd_member_start "$i"; done
 etcd_wait_healthy 60 || die "the etcd cluster did not come back" "$(tail -n 20 "$IT_TMP/etcd2.log")"
-out=$(ctl 3 domain del static.customer.example)
+out=$(ctl_retry 3 domain del static.customer.example)
 assert_contains "a write once etcd is back" "deleted static.customer.example." "$out"
 for i in 1 2 3; do
   if it_poll 30 1 domains "$i"; then ok "node $i caught up after the outage"; else fail "node $i caught up after the outage" "edns_domains $(domains "$i")"; fi
@@ -149,16 +169,13 @@ m=$(ctl 1 status | awk '$1 == "fleet_member" {print $2}')
 idx=${m#http://$NET.7}; idx=${idx%%:*}
 if [ -n "${IT_PIDS[etcd$idx]:-}" ]; then
   kill -STOP "${IT_PIDS[etcd$idx]}"
-  for ((k = 0; k < 20; k++)); do
-    out=$(ctl 2 domain add hung.example) && break  # an election may be under way: again
-    sleep 0.5
-  done
+  out=$(ctl_retry 2 domain add hung.example)
   assert_contains "a write with a member hung" "added hung.example." "$out"
   if it_poll 40 2 domains 1; then ok "node 1 left the hung member's watch and applied it"; else fail "node 1 left the hung member" "edns_domains $(domains 1)" "$(grep fleet "$IT_TMP/node1.log" | tail -n 5)"; fi
   assert_match "and said why" "lags the shared store" "$(cat "$IT_TMP/node1.log")"
   kill -CONT "${IT_PIDS[etcd$idx]}"
   etcd_wait_healthy 30 || die "etcd did not recover from SIGCONT"
-  out=$(ctl 2 domain del hung.example)
+  out=$(ctl_retry 2 domain del hung.example)
   for i in 1 2 3; do it_poll 30 1 domains "$i" || fail "node $i dropped hung.example" "edns_domains $(domains "$i")"; done
 else
   fail "node 1 names the member it watches" "fleet_member '$m'"
