@@ -166,7 +166,7 @@ static char *b64_encode(const void *data, size_t len)
 	return s;
 }
 
-/* Strict: only the alphabet, length a multiple of 4, padding only at the end. @return malloc'd, NUL-terminated. */
+/* Strict: only the alphabet, length a multiple of 4, padding only at the end, no stray bits. @return malloc'd, NUL-terminated. */
 static uint8_t *b64_decode(const char *s, size_t *len)
 {
 	size_t n = strlen(s);
@@ -182,6 +182,13 @@ static uint8_t *b64_decode(const char *s, size_t *len)
 			continue;
 		}
 		if (!alpha || pad > 0)
+			return NULL;
+	}
+	/* the bits after the data are zero (one encoding per value, as etcd writes it) */
+	if (pad > 0) {
+		static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+		size_t last = (size_t)(strchr(alphabet, s[n - pad - 1]) - alphabet);
+		if ((last & (pad == 1 ? 0x3 : 0xf)) != 0)
 			return NULL;
 	}
 	uint8_t *out = malloc(n / 4 * 3 + 1);
@@ -207,8 +214,9 @@ static bool j_i64(json_object *o, const char *k, int64_t *out)
 	if (!json_object_object_get_ex(o, k, &v) || v == NULL)
 		return true;
 	if (json_object_is_type(v, json_type_int)) {
+		/* json-c saturates what does not fit: INT64_MAX is then not the number sent */
 		*out = json_object_get_int64(v);
-		return true;
+		return *out != INT64_MAX || json_object_get_uint64(v) == (uint64_t)INT64_MAX;
 	}
 	if (!json_object_is_type(v, json_type_string))
 		return false;
@@ -240,19 +248,34 @@ static bool j_u64(json_object *o, const char *k, uint64_t *out)
 	return true;
 }
 
-static bool j_bool(json_object *o, const char *k)
+/* A boolean field: absent (or null) is false; anything but a boolean is not etcd's. */
+static bool j_bool(json_object *o, const char *k, bool *out)
 {
 	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_boolean) &&
-	       json_object_get_boolean(v);
+	*out = false;
+	if (!json_object_object_get_ex(o, k, &v) || v == NULL)
+		return true;
+	if (!json_object_is_type(v, json_type_boolean))
+		return false;
+	*out = json_object_get_boolean(v);
+	return true;
 }
 
+/* A string field; NULL when absent, not a string, or holding a NUL ("\u0000" would cut it short). */
 static const char *j_str(json_object *o, const char *k)
 {
 	json_object *v;
 	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
 		return NULL;
-	return json_object_get_string(v);
+	const char *s = json_object_get_string(v);
+	return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
+}
+
+/* Whether field k is absent or null. */
+static bool j_absent(json_object *o, const char *k)
+{
+	json_object *v;
+	return !json_object_object_get_ex(o, k, &v) || v == NULL;
 }
 
 static bool j_header(json_object *o, int64_t *revision, uint64_t *cluster)
@@ -277,7 +300,7 @@ static bool j_kv(json_object *o, struct etcd_kv *kv)
 {
 	memset(kv, 0, sizeof(*kv));
 	const char *k = j_str(o, "key"), *v = j_str(o, "value");
-	if (k == NULL || (kv->key = (char *)b64_decode(k, &kv->keylen)) == NULL)
+	if (k == NULL || (v == NULL && !j_absent(o, "value")) || (kv->key = (char *)b64_decode(k, &kv->keylen)) == NULL)
 		return false;
 	if (strlen(kv->key) != kv->keylen) /* keys are our text: a NUL inside is not ours */
 		goto bad;
@@ -314,8 +337,13 @@ static json_object *parse_object(const char *buf, size_t len)
 	json_tokener *tok = json_tokener_new();
 	if (tok == NULL)
 		return NULL;
+	/* strict: no comments, no trailing commas; and nothing but white space after the value */
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
-	if (json_tokener_get_error(tok) != json_tokener_success) {
+	size_t end = json_tokener_get_parse_end(tok);
+	while (end < len && (buf[end] == ' ' || buf[end] == '\n' || buf[end] == '\r' || buf[end] == '\t'))
+		end++;
+	if (json_tokener_get_error(tok) != json_tokener_success || end != len) {
 		json_object_put(o);
 		o = NULL;
 	}
@@ -455,7 +483,8 @@ static int request(struct etcd *e, const char *path, const char *body, json_obje
 			*out = o;
 			return 0;
 		}
-		rc = o != NULL || status != 200 ? error_answer(e, url, status, o) : ETCD_E_PROTOCOL;
+		/* a 200 with JSON that is not an object is no error answer either */
+		rc = status != 200 ? error_answer(e, url, status, o) : ETCD_E_PROTOCOL;
 		if (rc == ETCD_E_PROTOCOL)
 			set_err(e, "%s: HTTP %ld with a body that is not a JSON object", url, status);
 		json_object_put(o);
@@ -533,7 +562,8 @@ static int range_from_json(json_object *ans, struct etcd_range *out)
 	int rc = ETCD_E_PROTOCOL;
 	if (!json_object_is_type(ans, json_type_object) || !j_header(ans, &out->revision, &out->cluster))
 		goto done;
-	out->more = j_bool(ans, "more");
+	if (!j_bool(ans, "more", &out->more))
+		goto done;
 	if (json_object_object_get_ex(ans, "kvs", &kvs)) {
 		if (!json_object_is_type(kvs, json_type_array))
 			goto done;
@@ -630,12 +660,12 @@ int etcd_txn(struct etcd *e, const struct etcd_cmp *cmp, size_t ncmp, const stru
 		return rc;
 	int64_t rev;
 	uint64_t cluster;
-	if (!j_header(ans, &rev, &cluster)) {
+	if (!j_header(ans, &rev, &cluster) || !j_bool(ans, "succeeded", succeeded)) {
+		*succeeded = false;
 		set_err(e, "%s: a transaction answer without its header", e->member);
 		json_object_put(ans);
 		return ETCD_E_PROTOCOL;
 	}
-	*succeeded = j_bool(ans, "succeeded");
 	if (revision != NULL)
 		*revision = rev;
 	json_object_put(ans);
@@ -696,9 +726,17 @@ int etcd_lease_revoke(struct etcd *e, int64_t id)
 
 /* ---- watch ---- */
 
+/*
+ * The stream is cut into messages here, and each message is parsed whole:
+ * json-c's own incremental parse reads a broken number differently when a
+ * piece ends inside it ("1-2" is 1 when cut after the 1, an error when not),
+ * so what fn saw would hang on how TCP cut the stream.
+ */
 struct etcd_watch_parser {
-	json_tokener *tok;
-	size_t fed;          /* bytes of the message being parsed */
+	char *buf;           /* the message being read, from its '{' */
+	size_t len, cap;
+	size_t depth;        /* of objects and arrays, outside strings; 0: between messages */
+	bool in_string, escape;
 	etcd_watch_fn fn;
 	void *arg;
 	int rc;              /* non-zero: the stream ended with it */
@@ -720,10 +758,7 @@ struct etcd_watch_parser *etcd_watch_parser_new(etcd_watch_fn fn, void *arg)
 	struct etcd_watch_parser *p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
-	if ((p->tok = json_tokener_new()) == NULL) {
-		free(p);
-		return NULL;
-	}
+
 	p->fn = fn;
 	p->arg = arg;
 	return p;
@@ -733,7 +768,7 @@ void etcd_watch_parser_free(struct etcd_watch_parser *p)
 {
 	if (p == NULL)
 		return;
-	json_tokener_free(p->tok);
+	free(p->buf);
 	free(p);
 }
 
@@ -789,7 +824,10 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 		parser_err(p, "watch from a compacted revision (oldest kept %" PRId64 ")", compact);
 		return ETCD_E_COMPACTED;
 	}
-	if (j_bool(res, "canceled")) {
+	bool canceled, created;
+	if (!j_bool(res, "canceled", &canceled) || !j_bool(res, "created", &created))
+		return ETCD_E_PROTOCOL;
+	if (canceled) {
 		const char *why = j_str(res, "cancel_reason");
 		parser_err(p, "watch cancelled%s%s", why ? ": " : "", why ? why : "");
 		/* the gateway cancels a watch whose token or permission etcd
@@ -799,7 +837,7 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 			return ETCD_E_AUTH;
 		return ETCD_E_SERVER;
 	}
-	if (j_bool(res, "created") && !p->created) {
+	if (created && !p->created) {
 		p->created = true;
 		int rc = p->fn(NULL, 0, rev, cluster, p->arg); /* the watch is live from here */
 		if (rc != 0)
@@ -819,7 +857,8 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 	for (size_t i = 0; i < n; i++) {
 		json_object *x = json_object_array_get_idx(evs, i), *kv;
 		const char *type = json_object_is_type(x, json_type_object) ? j_str(x, "type") : NULL;
-		if (!json_object_is_type(x, json_type_object) || !json_object_object_get_ex(x, "kv", &kv) ||
+		if (!json_object_is_type(x, json_type_object) || (type == NULL && !j_absent(x, "type")) ||
+		    !json_object_object_get_ex(x, "kv", &kv) ||
 		    !json_object_is_type(kv, json_type_object) || (type && strcmp(type, "DELETE") && strcmp(type, "PUT")) ||
 		    !j_kv(kv, &ev[i].kv)) {
 			events_free(ev, i);
@@ -832,43 +871,76 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 	return rc;
 }
 
+/* The whole message in p->buf. @return 0 to go on, or the reason to stop. */
+static int parser_message(struct etcd_watch_parser *p)
+{
+	json_object *o = parse_object(p->buf, p->len);
+	p->len = 0;
+	if (o == NULL) {
+		parser_err(p, "the watch stream is not JSON");
+		return ETCD_E_PROTOCOL;
+	}
+	int rc = watch_message(p, o);
+	json_object_put(o);
+	if (rc == ETCD_E_PROTOCOL && p->err[0] == '\0')
+		parser_err(p, "a watch message that is not etcd's");
+	return rc;
+}
+
 static int parser_feed(struct etcd_watch_parser *p, const char *data, size_t n)
 {
-	size_t off = 0;
-	while (off < n) {
-		size_t chunk = n - off;
-		if (chunk > INT32_MAX)
-			chunk = INT32_MAX;
-		json_object *o = json_tokener_parse_ex(p->tok, data + off, (int)chunk);
-		enum json_tokener_error je = json_tokener_get_error(p->tok);
-		size_t used = json_tokener_get_parse_end(p->tok);
-		if (je == json_tokener_continue) {
-			p->fed += chunk;
-			if (p->fed > ETCD_WATCH_OBJECT_MAX) {
-				parser_err(p, "a watch message larger than %zu bytes", ETCD_WATCH_OBJECT_MAX);
+	for (size_t i = 0; i < n; i++) {
+		char c = data[i];
+		if (p->depth == 0) {
+			/* between messages: white space (a newline), then an object */
+			if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+				continue;
+			if (c != '{') {
+				parser_err(p, "the watch stream is not JSON objects");
 				return ETCD_E_PROTOCOL;
 			}
-			off += chunk;
-			continue;
 		}
-		if (je != json_tokener_success || o == NULL) {
-			json_object_put(o);
-			parser_err(p, "the watch stream is not JSON: %s", json_tokener_error_desc(je));
+		/* the message's bytes up to here (run) go in at once */
+		size_t run = i;
+		for (; i < n; i++) {
+			c = data[i];
+			if (p->in_string) {
+				if (p->escape)
+					p->escape = false;
+				else if (c == '\\')
+					p->escape = true;
+				else if (c == '"')
+					p->in_string = false;
+			} else if (c == '"') {
+				p->in_string = true;
+			} else if (c == '{' || c == '[') {
+				p->depth++;
+			} else if ((c == '}' || c == ']') && --p->depth == 0) {
+				break;
+			}
+		}
+		size_t take = (i < n ? i + 1 : n) - run;
+		if (p->len + take > ETCD_WATCH_OBJECT_MAX) {
+			parser_err(p, "a watch message larger than %zu bytes", ETCD_WATCH_OBJECT_MAX);
 			return ETCD_E_PROTOCOL;
 		}
-		int rc = watch_message(p, o);
-		json_object_put(o);
-		json_tokener_reset(p->tok);
-		p->fed = 0;
-		if (rc != 0) {
-			if (rc == ETCD_E_PROTOCOL && p->err[0] == '\0')
-				parser_err(p, "a watch message that is not etcd's");
-			return rc;
+		if (p->len + take > p->cap) {
+			size_t cap = p->cap ? p->cap : 4096;
+			while (cap < p->len + take)
+				cap *= 2;
+			char *nb = realloc(p->buf, cap);
+			if (nb == NULL)
+				return ETCD_E_NOMEM;
+			p->buf = nb;
+			p->cap = cap;
 		}
-		off += used;
-		/* what separates messages (a newline) is skipped by the next parse */
-		while (off < n && (data[off] == '\n' || data[off] == '\r' || data[off] == ' '))
-			off++;
+		memcpy(p->buf + p->len, data + run, take);
+		p->len += take;
+		if (i < n) {
+			int rc = parser_message(p);
+			if (rc != 0)
+				return rc;
+		}
 	}
 	return 0;
 }
