@@ -365,6 +365,8 @@ static int held_cmp(const void *a, const void *b)
 static struct held *held_find(const struct held_list *l, const char *name)
 {
 	struct held key = { .name = (char *)name };
+	if (l->n == 0)
+		return NULL;
 	return bsearch(&key, l->h, l->n, sizeof(*l->h), held_cmp);
 }
 
@@ -467,7 +469,8 @@ static int es_write_domains(void *impl, const struct store_domain *d, size_t n, 
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		p[i] = (struct pick){ .d = &d[i], .i = i };
-	qsort(p, n, sizeof(*p), pick_cmp);
+	if (n > 0)
+		qsort(p, n, sizeof(*p), pick_cmp);
 	size_t np = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (np > 0 && strcmp(p[np - 1].d->name, p[i].d->name) == 0)
@@ -503,7 +506,8 @@ static int es_write_domains(void *impl, const struct store_domain *d, size_t n, 
 			err = remote_fail(s->e, rc);
 			break;
 		}
-		qsort(held.h, held.n, sizeof(*held.h), held_cmp);
+		if (held.n > 0) /* qsort and bsearch want an array, even for none */
+			qsort(held.h, held.n, sizeof(*held.h), held_cmp);
 		err = write_pass(s, p, np, &held, replace, user, now, counts);
 		held_free(&held);
 		if (err != 1)

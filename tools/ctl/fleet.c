@@ -162,7 +162,7 @@ static int fleet_status(struct ctl *c, int argc, char **argv)
 		err = etcd_get(e, key, NULL, 0, 0, &r);
 	}
 	if (err == 0) {
-		struct store_plan p;
+		struct store_plan p = { 0 };
 		if (r.n == 1 && store_plan_decode(r.kvs[0].value, r.kvs[0].vlen, &p) == 0)
 			serial = p.serial;
 		store_plan_clear(&p);
