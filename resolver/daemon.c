@@ -59,6 +59,7 @@ struct daemon {
 	struct store *shared;
 	atomic_bool plan_changed;    /* the mirror brought a new activated plan: reload */
 	unsigned fleet_serial;       /* the plan serial last told to the fleet */
+	time_t activate_retry;       /* a fleet activation that failed is tried again from then */
 	struct cache *cache;
 	struct chainhint *hints; /* chain hints for the workers (query.c) */
 	struct inflight *inflight;
@@ -1237,15 +1238,21 @@ static void poll_fleet(struct daemon *d)
  */
 static void activate_shared(struct daemon *d, unsigned serial)
 {
+	if (time(NULL) < d->activate_retry)
+		return;
 	int rc = store_plan_activate(d->shared, (int64_t)time(NULL));
 	char msg[512];
-	if (rc == 0)
+	if (rc == 0) {
 		log_info("activated the staged plan %u in the shared store; every node takes it from there", serial);
-	else if (rc == -ENOENT)
+	} else if (rc == -ENOENT) {
 		log_info("the staged plan %u was activated by another node", serial);
-	else
-		log_err("cannot activate the staged plan %u in the shared store: %s (again at the next change)", serial,
+	} else {
+		/* etcd busy or away: again in 2 s (another node may do it first) */
+		log_err("cannot activate the staged plan %u in the shared store: %s (again in 2 s)", serial,
 		        store_message(rc, NULL, msg, sizeof(msg)));
+		d->activate_retry = time(NULL) + 2;
+		return;
+	}
 	pthread_mutex_lock(&d->next_lock);
 	d->next_at = 0; /* not again every tick: the mirror brings the outcome */
 	pthread_mutex_unlock(&d->next_lock);
