@@ -69,3 +69,22 @@ etcd_cluster_start() {
   for ((i = 1; i <= ETCD_N; i++)); do etcd_member_start "$i"; done
   etcd_wait_healthy 60 || die "the etcd cluster did not come up" "$(tail -n 20 "$IT_TMP/etcd1.log")"
 }
+
+# etcd_node_conf FILE ENDPOINTS PREFIX NAME [KEY: VALUE...]: a partdns config
+# (pd_write_conf, no ::1 listener: it is one address for every node) with
+# store.etcd at ENDPOINTS (a YAML flow list), PREFIX and NAME, and each further
+# argument as one more line of store.etcd.
+etcd_node_conf() {
+  local f=$1 endpoints=$2 prefix=$3 name=$4 saved=$IT_HAVE_IPV6 line
+  shift 4
+  IT_HAVE_IPV6=0
+  pd_write_conf "$f"
+  IT_HAVE_IPV6=$saved
+  {
+    printf 'store:\n  etcd:\n    endpoints: %s\n    prefix: %s\n    name: %s\n' "$endpoints" "$prefix" "$name"
+    for line in "$@"; do printf '    %s\n' "$line"; done
+  } >> "$f"
+}
+
+# ctl_as NAME ARGS...: partdnsctl with $IT_TMP/NAME.yaml (output and status as it gives them).
+ctl_as() { local f=$1; shift; "$PARTDNSCTL_BIN" -c "$IT_TMP/$f.yaml" "$@" 2>&1; }

@@ -71,6 +71,14 @@ ctl_retry() {
 # domains I: how many EDNS domains node I runs with.
 domains() { ctl "$1" status | awk '$1 == "edns_domains" {print $2}'; }
 
+# every_node_runs SECONDS N WHAT: each node runs N EDNS domains within SECONDS ("node I WHAT").
+every_node_runs() {
+  local i
+  for i in 1 2 3; do
+    if it_poll "$1" "$2" domains "$i"; then ok "node $i $3"; else fail "node $i $3" "edns_domains $(domains "$i")"; fi
+  done
+}
+
 # steered I CLIENT: the A of video.customer.example that node I gives CLIENT.
 steered() {
   dig +time=2 +tries=1 -b "$2" @"$NET.6$1" -p "$PD_PORT" video.customer.example A +short 2>/dev/null | sort | head -n 1
@@ -81,9 +89,7 @@ for i in 1 2 3; do node_conf "$i"; node_start "$i"; done
 # ---- a domain flagged through one node is live on all three
 out=$(ctl 1 domain add video.customer.example)
 assert_contains "flagged through node 1" "added video.customer.example." "$out"
-for i in 1 2 3; do
-  if it_poll 10 1 domains "$i"; then ok "node $i runs the flagged domain"; else fail "node $i runs the flagged domain" "edns_domains $(domains "$i")"; fi
-done
+every_node_runs 10 1 "runs the flagged domain"
 assert_eq "node 2 steers nanjing" "203.0.113.1" "$(steered 2 127.0.1.10)"
 assert_eq "node 3 steers suzhou" "203.0.113.2" "$(steered 3 127.0.2.10)"
 out=$(ctl 1 domain list)
@@ -136,9 +142,7 @@ if it_poll 20 203.0.113.1 steered 1 127.0.1.12; then ok "failback through node 3
 etcd_member_stop 1 kill
 out=$(ctl_retry 2 domain add static.customer.example)
 assert_contains "a write with member 1 dead" "added static.customer.example." "$out"
-for i in 1 2 3; do
-  if it_poll 20 2 domains "$i"; then ok "node $i follows with member 1 dead"; else fail "node $i follows with member 1 dead" "edns_domains $(domains "$i")"; fi
-done
+every_node_runs 20 2 "follows with member 1 dead"
 assert_contains "a read with member 1 dead" "static.customer.example." "$(ctl_retry 3 domain list)"
 
 # ---- etcd stopped entirely: nodes keep serving, a restarted node serves from its copy
@@ -159,9 +163,7 @@ for i in 1 2 3; do etcd_member_start "$i"; done
 etcd_wait_healthy 60 || die "the etcd cluster did not come back" "$(tail -n 20 "$IT_TMP/etcd2.log")"
 out=$(ctl_retry 3 domain del static.customer.example)
 assert_contains "a write once etcd is back" "deleted static.customer.example." "$out"
-for i in 1 2 3; do
-  if it_poll 30 1 domains "$i"; then ok "node $i caught up after the outage"; else fail "node $i caught up after the outage" "edns_domains $(domains "$i")"; fi
-done
+every_node_runs 30 1 "caught up after the outage"
 
 # ---- the member node 1 watches hangs (SIGSTOP: its connections stay open, silent):
 # the node notices its watch lags the shared data and watches another member
@@ -176,7 +178,7 @@ if [ -n "${IT_PIDS[etcd$idx]:-}" ]; then
   kill -CONT "${IT_PIDS[etcd$idx]}"
   etcd_wait_healthy 30 || die "etcd did not recover from SIGCONT"
   out=$(ctl_retry 2 domain del hung.example)
-  for i in 1 2 3; do it_poll 30 1 domains "$i" || fail "node $i dropped hung.example" "edns_domains $(domains "$i")"; done
+  every_node_runs 30 1 "dropped hung.example"
 else
   fail "node 1 names the member it watches" "fleet_member '$m'"
 fi
@@ -207,9 +209,7 @@ assert_eq "every write of writer a succeeded" "" "$(cat "$IT_TMP/wa.out")"
 assert_eq "every write of writer b succeeded" "" "$(cat "$IT_TMP/wb.out")"
 want=$((1 + 25 + 25 + 1 + 300))
 assert_eq "the shared store holds every name written" "$want" "$(etcdctl_it get --prefix /partdns-it/domains/ --keys-only | grep -c .)"
-for i in 1 2 3; do
-  if it_poll 30 "$want" domains "$i"; then ok "node $i holds every name written"; else fail "node $i holds every name written" "edns_domains $(domains "$i")"; fi
-done
+every_node_runs 30 "$want" "holds every name written"
 out=$(ctl 1 domain list)
 assert_match "shared.example decodes (one writer's version)" "shared.example. +(subtree|exact) +iterate" "$out"
 

@@ -27,25 +27,15 @@ chmod 600 "$IT_TMP/pw" "$IT_TMP/bad"
 
 # conf FILE [USER PWFILE]
 conf() {
-  local saved=$IT_HAVE_IPV6
-  IT_HAVE_IPV6=0
-  pd_write_conf "$1"
-  IT_HAVE_IPV6=$saved
-  {
-    echo "store:"
-    echo "  etcd:"
-    echo "    endpoints: $(etcd_yaml_endpoints)"
-    echo "    prefix: /fleet/"
-    echo "    name: authnode"
-    [ -z "${2:-}" ] || { echo "    username: $2"; echo "    password_file: $3"; }
-  } >> "$1"
+  local f=$1
+  shift
+  etcd_node_conf "$f" "$(etcd_yaml_endpoints)" /fleet/ authnode ${1:+"username: $1" "password_file: $2"}
 }
 conf "$IT_TMP/good.yaml" partdns "$IT_TMP/pw"
 conf "$IT_TMP/wrong.yaml" partdns "$IT_TMP/bad"
 conf "$IT_TMP/none.yaml"
 conf "$IT_TMP/nofile.yaml" partdns "$IT_TMP/missing"
 
-ctl_as() { local f=$1; shift; "$PARTDNSCTL_BIN" -c "$IT_TMP/$f.yaml" "$@" 2>&1; }
 
 out=$(ctl_as good domain add video.customer.example)
 assert_contains "with the user's password: written" "added video.customer.example." "$out"

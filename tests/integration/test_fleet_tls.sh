@@ -51,24 +51,13 @@ for ((i = 0; i < 240; i++)); do tls_etcdctl put /tls-health ok >/dev/null 2>&1 &
 
 # conf FILE CA [CERT KEY]
 conf() {
-  local saved=$IT_HAVE_IPV6
-  IT_HAVE_IPV6=0
-  pd_write_conf "$1"
-  IT_HAVE_IPV6=$saved
-  {
-    echo "store:"
-    echo "  etcd:"
-    echo "    endpoints: [ \"$A@2379\" ]"
-    echo "    prefix: /tls/"
-    echo "    name: tlsnode"
-    echo "    ca: $2"
-    [ -z "${3:-}" ] || { echo "    cert: $3"; echo "    key: $4"; }
-  } >> "$1"
+  local f=$1 ca=$2
+  shift 2
+  etcd_node_conf "$f" "[ \"$A@2379\" ]" /tls/ tlsnode "ca: $ca" ${1:+"cert: $1" "key: $2"}
 }
 conf "$IT_TMP/good.yaml" "$P/ca.crt" "$P/partdns.crt" "$P/partdns.key"
 conf "$IT_TMP/nocert.yaml" "$P/ca.crt"
 conf "$IT_TMP/otherca.yaml" "$P/otherca.crt" "$P/partdns.crt" "$P/partdns.key"
-ctl_as() { local f=$1; shift; "$PARTDNSCTL_BIN" -c "$IT_TMP/$f.yaml" "$@" 2>&1; }
 
 out=$(ctl_as good domain add video.customer.example)
 assert_contains "with a client certificate: written over TLS" "added video.customer.example." "$out"
