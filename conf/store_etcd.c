@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "conf/text.h"
+#include "util/vec.h"
 
 /* Retries of a change that lost a race with another writer. */
 #define ETCD_STORE_TRIES 8
@@ -331,14 +332,8 @@ static int held_add(const struct etcd_kv *kv, void *arg)
 	struct held_list *l = arg;
 	if (kv->keylen <= l->skip)
 		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		struct held *nh = realloc(l->h, cap * sizeof(*nh));
-		if (nh == NULL)
-			return ETCD_E_NOMEM;
-		l->h = nh;
-		l->cap = cap;
-	}
+	if (vec_grow(&l->h, &l->cap, l->n + 1, sizeof(*l->h), SIZE_MAX) != 0)
+		return ETCD_E_NOMEM;
 	struct held *h = &l->h[l->n];
 	memset(h, 0, sizeof(*h));
 	if ((h->name = strdup(kv->key + l->skip)) == NULL)

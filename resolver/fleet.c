@@ -16,6 +16,7 @@
 #include "conf/store_etcd.h"
 #include "etcd/etcd.h"
 #include "resolver/log.h"
+#include "util/vec.h"
 
 /* A watch that failed is tried again after this, doubling up to the most. */
 #define FLEET_BACKOFF_MS 100
@@ -140,21 +141,13 @@ static int copy_kv(const struct etcd_kv *kv, void *arg)
 	struct store_change ch;
 	if (!to_change(c->f, kv, false, &ch))
 		return 0;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 1024;
-		struct store_change *nc = realloc(c->ch, cap * sizeof(*nc));
-		uint8_t **nv = realloc(c->vals, cap * sizeof(*nv));
-		char **nk = realloc(c->keys, cap * sizeof(*nk));
-		if (nc != NULL)
-			c->ch = nc;
-		if (nv != NULL)
-			c->vals = nv;
-		if (nk != NULL)
-			c->keys = nk;
-		if (nc == NULL || nv == NULL || nk == NULL)
-			return ETCD_E_NOMEM;
-		c->cap = cap;
-	}
+	/* three arrays of one length: each grows to the same capacity */
+	size_t cap_ch = c->cap, cap_v = c->cap, cap_k = c->cap;
+	if (vec_grow(&c->ch, &cap_ch, c->n + 1, sizeof(*c->ch), SIZE_MAX) != 0 ||
+	    vec_grow(&c->vals, &cap_v, c->n + 1, sizeof(*c->vals), SIZE_MAX) != 0 ||
+	    vec_grow(&c->keys, &cap_k, c->n + 1, sizeof(*c->keys), SIZE_MAX) != 0)
+		return ETCD_E_NOMEM;
+	c->cap = cap_k;
 	uint8_t *v = malloc(kv->vlen ? kv->vlen : 1);
 	char *k = strdup(ch.key);
 	if (v == NULL || k == NULL) {

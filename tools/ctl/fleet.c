@@ -15,6 +15,7 @@
 
 #include "conf/store_etcd.h"
 #include "tools/ctl/ctl.h"
+#include "util/vec.h"
 
 struct node {
 	char name[128];
@@ -65,14 +66,8 @@ struct nodes {
 static int node_add(const struct etcd_kv *kv, void *arg)
 {
 	struct nodes *l = arg;
-	if (l->count == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct node *nn = realloc(l->n, cap * sizeof(*nn));
-		if (nn == NULL)
-			return ETCD_E_NOMEM;
-		l->n = nn;
-		l->cap = cap;
-	}
+	if (vec_grow(&l->n, &l->cap, l->count + 1, sizeof(*l->n), SIZE_MAX) != 0)
+		return ETCD_E_NOMEM;
 	node_parse(kv, l->skip, &l->n[l->count++]);
 	return 0;
 }
