@@ -209,9 +209,9 @@ static int on_events(const struct etcd_event *ev, size_t n, int64_t header_revis
 		return ETCD_E_NOMEM;
 	size_t m = 0;
 	int64_t rev = 0;
+	char marker[600];
+	snprintf(marker, sizeof(marker), "%s%s", f->prefix, STORE_ETCD_CHANGED);
 	for (size_t i = 0; i < n; i++) {
-		char marker[600];
-		snprintf(marker, sizeof(marker), "%s%s", f->prefix, STORE_ETCD_CHANGED);
 		bool data = to_change(f, &ev[i].kv, ev[i].del, &ch[m]);
 		if (data)
 			m++;
