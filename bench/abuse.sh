@@ -16,7 +16,12 @@
 #      (random names under the flagged cdn.test) at ABUSE_EDNS_RATE (5000) qps;
 #      ABUSE_ROUNDS (3) interleaved rounds, the median of per-round ratios;
 #      the reference Unbound (2 threads, ratelimit 1000) the same way, in the
-#      same rounds, with the fresh names resolved plainly.
+#      same rounds, with the fresh names resolved plainly. The flood comes from
+#      ABUSE_FLOODER: bench_flood (default; tools/bench/bench_flood.c, one
+#      packet every 1/rate s, a few us of CPU each) or dnsperf (~0.3 CPU of its
+#      own at 5000 qps, taken from the server on a 2-CPU machine). Each round
+#      also records the CPU (in CPUs) of the server, the generator and the GSLB
+#      while the hits ran during the flood.
 #   C. quiet cities while one floods: nanjing floods a flagged dead zone at
 #      ABUSE_RATE; suzhou and wuxi each ask 200 fresh flagged names at 50 qps;
 #      the share answered (NOERROR/NXDOMAIN).
@@ -32,6 +37,7 @@ AFTER=${ABUSE_AFTER:-60}
 EDNS_RATE=${ABUSE_EDNS_RATE:-5000}
 ROUNDS=${ABUSE_ROUNDS:-3}
 PARTS=${ABUSE_PARTS:-ABC}
+FLOODER=${ABUSE_FLOODER:-bench_flood}
 
 bmsg() { printf '[abuse] %s\n' "$*" >&2; }
 bdie() { printf '[abuse] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -39,6 +45,7 @@ bdie() { printf '[abuse] ERROR: %s\n' "$*" >&2; exit 1; }
 command -v dnsperf >/dev/null 2>&1 || bdie "dnsperf not installed"
 export PARTDNS_BIN=$BUILD_DIR/resolver/partdns PARTDNSCTL_BIN=$BUILD_DIR/tools/ctl/partdnsctl
 [ -x "$PARTDNS_BIN" ] || bdie "no $PARTDNS_BIN: build first"
+[ "$FLOODER" = dnsperf ] || [ -x "$BUILD_DIR/tools/bench/bench_flood" ] || bdie "no $BUILD_DIR/tools/bench/bench_flood: build first"
 . "$SRC/tests/integration/lib.sh"
 harness_init bench_abuse
 set +e
@@ -114,31 +121,43 @@ for a in "$PD_ADDR" "$UB_ADDR"; do
   for i in 1 2; do dnsperf -s "$a" -p "$PD_PORT" -a 127.0.9.30 -d "$IT_TMP/hits.txt" -n 1 >/dev/null 2>&1; done
 done
 qps() { awk '/Queries per second:/ {print $4}' <<< "$1"; }
-# b_round ADDR: quiet hit QPS, then hit QPS during the flood ("Q L")
+# b_flood ADDR: the flood of fresh flagged names from nanjing, for 8 s
+b_flood() {
+  if [ "$FLOODER" = dnsperf ]; then
+    names 100000 cdn.test f > "$IT_TMP/edns.txt"
+    exec dnsperf -s "$1" -p "$PD_PORT" -a 127.0.1.77 -d "$IT_TMP/edns.txt" -n 1 -Q "$EDNS_RATE" -l 8 -q 5000
+  fi
+  exec "$BUILD_DIR/tools/bench/bench_flood" -s "$1" -p "$PD_PORT" -a 127.0.1.77 -z cdn.test -Q "$EDNS_RATE" -l 8
+}
+# b_round ADDR PID: quiet hit QPS, then hit QPS during the flood, then the
+# CPU (in CPUs) the server, the flood's generator and the GSLB used while the
+# hits ran in the flood ("Q L SERVER GENERATOR GSLB")
 b_round() {
-  local q l fl
+  local q l fl c0 c1 g0 g1 k0 k1 t0 t1 kp=${IT_PIDS[gslb]}
   q=$(qps "$(dnsperf -s "$1" -p "$PD_PORT" -a 127.0.9.30 -d "$IT_TMP/hits.txt" -l 5 -q 100 2>&1)")
-  names 100000 cdn.test f > "$IT_TMP/edns.txt"
-  dnsperf -s "$1" -p "$PD_PORT" -a 127.0.1.77 -d "$IT_TMP/edns.txt" -n 1 -Q "$EDNS_RATE" -l 8 -q 5000 \
-    > "$IT_TMP/floodB.txt" 2>&1 &
+  b_flood "$1" > "$IT_TMP/floodB.txt" 2>&1 &
   fl=$!
   sleep 1
+  c0=$(cpu_ns "$2"); g0=$(cpu_ns "$fl"); k0=$(cpu_ns "$kp"); t0=$(date +%s%N)
   l=$(qps "$(dnsperf -s "$1" -p "$PD_PORT" -a 127.0.9.30 -d "$IT_TMP/hits.txt" -l 5 -q 100 2>&1)")
+  c1=$(cpu_ns "$2"); g1=$(cpu_ns "$fl"); k1=$(cpu_ns "$kp"); t1=$(date +%s%N)
   wait "$fl"
-  echo "$q $l"
+  awk -v q="$q" -v l="$l" -v c=$((c1 - c0)) -v g=$((g1 - g0)) -v k=$((k1 - k0)) -v t=$((t1 - t0)) \
+    'BEGIN { printf "%s %s %.2f %.2f %.2f\n", q, l, c / t, g / t, k / t }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
-declare -a QUIET=() LOUD=() RATIO=() UQUIET=() ULOUD=() URATIO=()
+declare -a QUIET=() LOUD=() RATIO=() UQUIET=() ULOUD=() URATIO=() CPU=() UCPU=()
 for ((r = 0; r < ROUNDS; r++)); do
   for who in $( ((r % 2)) && echo "ub pd" || echo "pd ub"); do
     if [ "$who" = pd ]; then
-      read -r q l < <(b_round "$PD_ADDR")
-      QUIET+=("$q"); LOUD+=("$l"); RATIO+=("$(ratio "$l" "$q")")
+      read -r q l cs cg ck < <(b_round "$PD_ADDR" "$PD_PID")
+      QUIET+=("$q"); LOUD+=("$l"); RATIO+=("$(ratio "$l" "$q")"); CPU+=("$cs/$cg/$ck")
     else
-      read -r q l < <(b_round "$UB_ADDR")
-      UQUIET+=("$q"); ULOUD+=("$l"); URATIO+=("$(ratio "$l" "$q")")
+      read -r q l cs cg ck < <(b_round "$UB_ADDR" "$UB_PID")
+      UQUIET+=("$q"); ULOUD+=("$l"); URATIO+=("$(ratio "$l" "$q")"); UCPU+=("$cs/$cg/$ck")
     fi
-    bmsg "B round $r, $who: quiet $q qps, during the flood $l qps"
+    bmsg "B round $r, $who: quiet $q qps, during the flood $l qps; CPUs server/generator/GSLB $cs/$cg/$ck"
+    bmsg "  flood: $(tr '\n' ' ' < "$IT_TMP/floodB.txt" | grep -o 'sent.*\|Response codes:[^%]*%)' | head -1)"
   done
 done
 it_stop_pid "$UB_PID" 5
@@ -186,10 +205,12 @@ EOF
 [[ $PARTS == *B* ]] && cat <<EOF
 B. Normal hits during an EDNS-miss flood ($EDNS_RATE qps of fresh flagged names from one city)
 
-| server | quiet QPS (per round) | during the flood | ratio, per-round median (min–max) |
-|---|---|---|---|
-| partdns | ${QUIET[*]} | ${LOUD[*]} | $(median "${RATIO[@]}") ($(printf '%s\n' "${RATIO[@]}" | sort -g | head -n 1)–$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -n 1)) |
-| Unbound (2 threads, ratelimit 1000) | ${UQUIET[*]} | ${ULOUD[*]} | $(median "${URATIO[@]}") ($(printf '%s\n' "${URATIO[@]}" | sort -g | head -n 1)–$(printf '%s\n' "${URATIO[@]}" | sort -g | tail -n 1)) |
+| server | quiet QPS (per round) | during the flood | ratio, per-round median (min–max) | CPUs during the flood: server/generator/GSLB (per round) |
+|---|---|---|---|---|
+| partdns | ${QUIET[*]} | ${LOUD[*]} | $(median "${RATIO[@]}") ($(printf '%s\n' "${RATIO[@]}" | sort -g | head -n 1)–$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -n 1)) | ${CPU[*]} |
+| Unbound (2 threads, ratelimit 1000) | ${UQUIET[*]} | ${ULOUD[*]} | $(median "${URATIO[@]}") ($(printf '%s\n' "${URATIO[@]}" | sort -g | head -n 1)–$(printf '%s\n' "${URATIO[@]}" | sort -g | tail -n 1)) | ${UCPU[*]} |
+
+The flood's generator: $FLOODER.
 
 EOF
 [[ $PARTS == *C* ]] && cat <<EOF
