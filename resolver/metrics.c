@@ -191,6 +191,10 @@ static void write_global(FILE *out, const struct stats_view *v)
 	single(out, "partdns_zone_limited_total", "counter",
 	       "Normal-pool lookups failed at once because their parent domain had resolver.zone_inflight in "
 	       "flight.", v->pool[STATS_POOL_NORMAL][C_zone_limited]);
+	single(out, "partdns_edns_zone_limited_total", "counter",
+	       "Flagged misses failed at once because their zone was over edns.zone_qps (by a listener, before the "
+	       "hand-over, while the EDNS thread says the zone is over its rate).",
+	       v->pool[STATS_POOL_EDNS][C_zone_limited]);
 	single(out, "partdns_stub_retries_total", "counter",
 	       "Normal-pool lookups that failed in the stub context (flagged --subtree names as empty zones) and "
 	       "were asked again in the plain one: zones whose nameservers live under a flagged subtree.",

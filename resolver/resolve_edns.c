@@ -43,6 +43,8 @@
 #define HEALTH_BACKOFF_MAX_MS 120000
 #define RATE_SLOTS 1024       /* zones whose upstream query rate a thread tracks */
 #define BUDGET_SLOTS 1024     /* flagged rules whose resolutions in flight are counted */
+#define BELOW_BITS 16384      /* the zone-cut cache's "a cut is cached below" filter (shed_hint_set) */
+#define BELOW_REBUILD_NS (30 * 1000000000ull)
 #define ZCACHE_MIN_TTL 5      /* seconds: a cut is kept for its NS TTL within these bounds */
 #define ZCACHE_MAX_TTL 86400
 
@@ -114,6 +116,23 @@ struct zrate {
 	double tokens;
 };
 
+/*
+ * A zone over its query rate, told to the listeners: until the thread's
+ * bucket for the zone has a token again, a new flagged miss that this
+ * thread would send to that zone first is refused by the listener itself
+ * (resolve_edns_submit), as the thread would refuse it. Under a
+ * random-subdomain flood most queries are refused, and the hand-over to
+ * the thread and back (two thread wake-ups) cost more than the refusal.
+ * One per flagged rule (budget slot), per thread; written by the thread
+ * only, read by any listener: until_ns works as a sequence (0 while the
+ * other fields change).
+ */
+struct shed_hint {
+	_Atomic uint64_t until_ns;
+	_Atomic uint64_t zone_hash;  /* hash_bytes of the zone, lower case */
+	_Atomic int zone_labels;
+};
+
 struct ethread {
 	struct resolve_edns *pool;
 	unsigned idx;
@@ -127,6 +146,12 @@ struct ethread {
 	struct zentry *zcache;
 	struct shealth *health;
 	struct zrate *rates;
+	struct shed_hint *hints;   /* BUDGET_SLOTS: zones over their rate, by flagged rule */
+	/* bit hash(Z) % BELOW_BITS set: the zone-cut cache may hold an entry
+	 * below Z (a cut, or a bound that failed). Set for every ancestor of an
+	 * entry put; cleared and set again from the live entries every 30 s. */
+	uint64_t below[BELOW_BITS / 64];
+	uint64_t below_rebuild_ns;
 	double zone_qps;       /* this thread's share of edns.zone_qps; 0 = no limit */
 	struct counters ctr;
 	struct histogram latency; /* an upstream query sent to its matching response */
@@ -148,6 +173,7 @@ struct resolve_edns {
 	unsigned part_cap, rule_cap;
 	atomic_uint part_inflight[PARTITION_MAX + 1];
 	atomic_uint rule_inflight[BUDGET_SLOTS];
+	_Atomic uint64_t shed;     /* flagged misses refused by the listeners on a shed_hint */
 	/* edns.outgoing by family; both empty: the kernel picks (any address) */
 	struct conf_addr *out[2]; /* [0] IPv4, [1] IPv6 */
 	size_t nout[2];
@@ -382,8 +408,11 @@ static void server_answered(struct eres *r)
 	}
 }
 
-/* May one more query go to zone now (edns.zone_qps, this thread's share)? */
-static bool zone_rate_take(struct ethread *t, const uint8_t *zone, size_t len)
+/*
+ * May one more query go to zone now (edns.zone_qps, this thread's share)?
+ * If not, *wait_ns says when the next one may.
+ */
+static bool zone_rate_take(struct ethread *t, const uint8_t *zone, size_t len, uint64_t *wait_ns)
 {
 	if (t->zone_qps <= 0)
 		return true;
@@ -398,8 +427,10 @@ static bool zone_rate_take(struct ethread *t, const uint8_t *zone, size_t len)
 	if (z->tokens > t->zone_qps)
 		z->tokens = t->zone_qps;
 	z->last_ns = now;
-	if (z->tokens < 1)
+	if (z->tokens < 1) {
+		*wait_ns = (uint64_t)((1 - z->tokens) * 1e9 / t->zone_qps) + 1;
 		return false;
+	}
 	z->tokens -= 1;
 	return true;
 }
@@ -516,6 +547,35 @@ static struct zentry *zcache_slot(struct ethread *t, const uint8_t *name, size_t
 	return &t->zcache[hash_bytes(&t->pool->key, name, len) % ZCACHE_SLOTS];
 }
 
+/* An entry for name (lower case) is in the zone-cut cache: mark its ancestors in t->below. */
+static void below_mark(struct ethread *t, const uint8_t *name, size_t len)
+{
+	int off;
+	while ((off = wire_name_parent(name, len)) > 0) {
+		name += off;
+		len -= (size_t)off;
+		uint64_t h = hash_bytes(&t->pool->key, name, len) % BELOW_BITS;
+		t->below[h / 64] |= 1ull << (h % 64);
+	}
+}
+
+/* May the zone-cut cache hold an entry below zone (lower case)? (False positives only.) */
+static bool below_any(const struct ethread *t, const uint8_t *zone, size_t len)
+{
+	uint64_t h = hash_bytes(&t->pool->key, zone, len) % BELOW_BITS;
+	return (t->below[h / 64] >> (h % 64)) & 1;
+}
+
+/* Forget the ancestors of entries that expired: mark again from the live ones. */
+static void below_rebuild(struct ethread *t, uint64_t now)
+{
+	memset(t->below, 0, sizeof(t->below));
+	for (size_t i = 0; i < ZCACHE_SLOTS; i++)
+		if (t->zcache[i].name_len > 0 && now < t->zcache[i].expires_ns)
+			below_mark(t, t->zcache[i].name, t->zcache[i].name_len);
+	t->below_rebuild_ns = now + BELOW_REBUILD_NS;
+}
+
 /*
  * The highest zone whose servers may be asked for r's hop name without
  * knowing its cut: for a name inside a --subtree rule, the rule's name (the
@@ -592,6 +652,7 @@ static void zcache_put_failed(struct eres *r)
 	memset(z, 0, sizeof(*z));
 	memcpy(z->name, r->bound, r->bound_len);
 	z->name_len = r->bound_len;
+	below_mark(r->t, z->name, z->name_len);
 	z->failed = true;
 	z->fail_s = secs;
 	z->expires_ns = clock_ns() + (uint64_t)secs * 1000000000ull;
@@ -607,6 +668,7 @@ static void zcache_put(struct eres *r, uint32_t ttl)
 	struct zentry *z = zcache_slot(r->t, r->zone, r->zone_len);
 	memcpy(z->name, r->zone, r->zone_len);
 	z->name_len = r->zone_len;
+	below_mark(r->t, z->name, z->name_len);
 	z->failed = false;
 	z->fail_s = 0;
 	z->naddr = r->sv.naddr;
@@ -1065,6 +1127,34 @@ static void next_server(struct eres *r, const struct wire_ede *ede, const char *
 	eres_query(r);
 }
 
+/*
+ * r's zone is over its rate for wait_ns more: tell the listeners (struct
+ * shed_hint), when what they can see of a new job decides as this thread
+ * would. That holds for the question's own query (not a CNAME target's) to
+ * a zone that is a live cut in the zone-cut cache with nothing cached below
+ * it: for any new name under that zone whose bound (set_bound) is not below
+ * it, zcache_get finds the zone, and eres_query asks it first.
+ */
+static void shed_hint_set(struct eres *r, uint64_t wait_ns)
+{
+	struct ethread *t = r->t;
+	uint8_t zone[WIRE_MAX_NAME];
+	if (!wire_name_equal(r->name, r->name_len, r->job->qname, r->job->qname_len))
+		return;
+	wire_name_lower(r->zone, r->zone_len, zone);
+	struct zentry *z = zcache_slot(t, zone, r->zone_len);
+	uint64_t now = clock_ns();
+	if (z->failed || z->name_len != r->zone_len || memcmp(z->name, zone, r->zone_len) != 0 ||
+	    now >= z->expires_ns || below_any(t, zone, r->zone_len))
+		return;
+	struct shed_hint *h = &t->hints[r->rule_slot];
+	atomic_store_explicit(&h->until_ns, 0, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&h->zone_hash, hash_bytes(&t->pool->key, zone, r->zone_len), memory_order_relaxed);
+	atomic_store_explicit(&h->zone_labels, wire_name_labels(zone, r->zone_len), memory_order_relaxed);
+	atomic_store_explicit(&h->until_ns, now + wait_ns, memory_order_release);
+}
+
 static void eres_query(struct eres *r)
 {
 	struct job *job = r->job;
@@ -1089,7 +1179,10 @@ static void eres_query(struct eres *r)
 		return;
 	}
 	r->cur += k;
-	if (!r->forward && !zone_rate_take(r->t, r->zone, r->zone_len)) {
+	uint64_t wait_ns;
+	if (!r->forward && !zone_rate_take(r->t, r->zone, r->zone_len, &wait_ns)) {
+		counter_inc(&r->t->ctr.zone_limited);
+		shed_hint_set(r, wait_ns);
 		eres_fail(r, &EDE_RATE, "zone query rate exceeded (edns.zone_qps)");
 		return;
 	}
@@ -1556,6 +1649,9 @@ static void *ethread_main(void *arg)
 			}
 		}
 		check_timeouts(t);
+		uint64_t now = clock_ns();
+		if (now >= t->below_rebuild_ns)
+			below_rebuild(t, now);
 		if (t->probes != NULL)
 			probe_round(t);
 		/* resolutions whose awaited cut discovery ended look again */
@@ -1641,12 +1737,13 @@ struct resolve_edns *resolve_edns_new(const struct conf *c, int stop_fd)
 		t->zcache = calloc(ZCACHE_SLOTS, sizeof(*t->zcache));
 		t->health = calloc(HEALTH_SLOTS, sizeof(*t->health));
 		t->rates = calloc(RATE_SLOTS, sizeof(*t->rates));
+		t->hints = calloc(BUDGET_SLOTS, sizeof(*t->hints));
 		t->zone_qps = (double)c->edns.zone_qps / p->nthreads;
 		/* zone cuts and addresses only; never the trust-anchor file's owner */
 		t->ctx = ubctx_new(c, NULL,
 		                   &(struct ubctx_share){ .idx = 1, .of = 1, .outgoing = c->edns.outgoing,
 		                                          .noutgoing = c->edns.noutgoing });
-		if (t->zcache == NULL || t->health == NULL || t->rates == NULL || t->ctx == NULL ||
+		if (t->zcache == NULL || t->health == NULL || t->rates == NULL || t->hints == NULL || t->ctx == NULL ||
 		    mq_init(&t->jobs) != 0)
 			goto fail;
 		t->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1672,9 +1769,57 @@ fail:
 	return NULL;
 }
 
+/*
+ * Would job's thread t refuse it for its zone's rate (a shed_hint is up)?
+ * The thread asks the hinted zone first when job's name is at or below it
+ * and the name's bound (set_bound) is not below it.
+ */
+static bool shed_early(struct ethread *t, const struct job *job, unsigned slot)
+{
+	struct shed_hint *h = &t->hints[slot];
+	uint64_t until = atomic_load_explicit(&h->until_ns, memory_order_acquire);
+	if (until == 0 || clock_ns() >= until)
+		return false;
+	uint64_t zone_hash = atomic_load_explicit(&h->zone_hash, memory_order_relaxed);
+	int zone_labels = atomic_load_explicit(&h->zone_labels, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&h->until_ns, memory_order_relaxed) != until)
+		return false; /* changed while read */
+	int labels = wire_name_labels(job->qname, job->qname_len);
+	int bound = labels - 1;
+	uint8_t rule[WIRE_MAX_NAME];
+	int n = job->rule.subtree ? wire_name_from_text(job->rule.name, rule, sizeof(rule)) : -1;
+	if (n > 0 && wire_name_in_zone(job->qname, job->qname_len, rule, (size_t)n))
+		bound = wire_name_labels(rule, (size_t)n);
+	if (labels < 0 || zone_labels > labels || zone_labels < bound)
+		return false;
+	const uint8_t *zone = job->qname;
+	size_t len = job->qname_len;
+	for (int i = labels; i > zone_labels; i--) {
+		len -= (size_t)zone[0] + 1;
+		zone += zone[0] + 1;
+	}
+	uint8_t lower[WIRE_MAX_NAME];
+	wire_name_lower(zone, len, lower);
+	return hash_bytes(&t->pool->key, lower, len) == zone_hash;
+}
+
 int resolve_edns_submit(struct resolve_edns *p, struct job *job)
 {
 	unsigned part = budget_part(job->partition), slot = rule_slot_of(p, job);
+	/* Same name (any partition), same thread: its zone-cut cache is warm. */
+	struct ethread *t = &p->threads[hash_bytes(&p->key, job->qname, job->qname_len) % p->nthreads];
+	if (shed_early(t, job, slot)) {
+		atomic_fetch_add_explicit(&p->shed, 1, memory_order_relaxed);
+		if (log_get_level() >= LOG_LEVEL_INFO) {
+			char name[512] = "?";
+			wire_name_to_text(job->qname, job->qname_len, name, sizeof(name));
+			log_info_limited("EDNS resolution of %s type %u for partition %s failed: zone query rate "
+			                 "exceeded (edns.zone_qps)", name, job->qtype, part_name(job));
+		}
+		inflight_fail(job, WIRE_RCODE_SERVFAIL, &EDE_RATE, false);
+		return 0;
+	}
 	bool over = atomic_fetch_add(&p->inflight, 1) >= p->max_inflight;
 	over |= atomic_fetch_add(&p->part_inflight[part], 1) >= p->part_cap;
 	over |= atomic_fetch_add(&p->rule_inflight[slot], 1) >= p->rule_cap;
@@ -1682,8 +1827,6 @@ int resolve_edns_submit(struct resolve_edns *p, struct job *job)
 		budget_release(p, job->partition, slot);
 		return -EBUSY;
 	}
-	/* Same name (any partition), same thread: its zone-cut cache is warm. */
-	struct ethread *t = &p->threads[hash_bytes(&p->key, job->qname, job->qname_len) % p->nthreads];
 	mq_push(&t->jobs, &job->node);
 	return 0;
 }
@@ -1708,6 +1851,11 @@ void resolve_edns_counters(struct resolve_edns *p, uint64_t *sum)
 {
 	for (unsigned i = 0; i < p->nthreads; i++)
 		counters_add_to(&p->threads[i].ctr, sum);
+	/* refused by a listener on a shed_hint: as the thread counts its own */
+	uint64_t shed = atomic_load_explicit(&p->shed, memory_order_relaxed);
+	sum[C_zone_limited] += shed;
+	sum[C_zone_limited_early] += shed;
+	sum[C_upstream_errors] += shed;
 }
 
 void resolve_edns_latency(struct resolve_edns *p, uint64_t *bucket, uint64_t *sum_ns)
@@ -1762,6 +1910,7 @@ void resolve_edns_free(struct resolve_edns *p)
 		free(t->zcache);
 		free(t->health);
 		free(t->rates);
+		free(t->hints);
 		for (size_t k = 0; t->probes != NULL && k < p->tier->n; k++)
 			if (t->probes[k].fd >= 0)
 				close(t->probes[k].fd);

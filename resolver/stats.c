@@ -48,6 +48,8 @@ static const struct pool_item edns_items[] = {
 	{ "upstream_mismatch", C_upstream_mismatch, false }, /* replies not matching their query */
 	{ "failures", C_upstream_errors, false },          /* resolutions ended SERVFAIL */
 	{ "cut_lookups", C_ub_lookups, false },            /* libunbound lookups for zone cuts, addresses and DNSSEC keys */
+	{ "zone_limited", C_zone_limited, false },         /* refused at once: edns.zone_qps (also in failures) */
+	{ "zone_limited_early", C_zone_limited_early, false }, /* ... of them by a listener, before the hand-over */
 	{ "dnssec_secure", C_dnssec_secure, false },       /* hop answers validated secure */
 	{ "dnssec_insecure", C_dnssec_insecure, false },   /* ... proven insecure (unsigned zone) */
 	{ "dnssec_bogus", C_dnssec_bogus, false },         /* ... bogus or unprovable: SERVFAIL */
