@@ -696,8 +696,27 @@ static void load_next_plan(struct daemon *d)
 		store_plan_clear(&p);
 }
 
+/*
+ * The signals daemon_run takes with sigtimedwait. Every thread must block
+ * them: one is delivered to any thread that does not, and a thread that
+ * does not handle SIGHUP or SIGTERM ends the whole process with it.
+ */
+static void daemon_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGPIPE);
+}
+
 struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 {
+	/* before the first thread (fleet, dnstap's writer, libcurl's and
+	 * libmicrohttpd's): threads inherit the mask */
+	sigset_t set;
+	daemon_signals(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	struct daemon *d = calloc(1, sizeof(*d));
 	if (d == NULL) {
 		conf_free(c);
@@ -1311,13 +1330,7 @@ static bool stopping(struct daemon *d)
 int daemon_run(struct daemon *d)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGPIPE);
-	/* Threads inherit the mask: only this thread takes the signals. */
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	daemon_signals(&set); /* blocked since daemon_new: only this thread takes them */
 
 	int rc = resolve_normal_start(d->normal);
 	if (rc == 0)

@@ -915,6 +915,22 @@ partdns_stop() {
 }
 
 # partdns_alive: 0 if the daemon process is still running (not a zombie).
+# pd_threads_block_signals PID: "ok" when every thread of PID but the main
+# one blocks SIGHUP, SIGINT and SIGTERM (the main thread takes them with
+# sigtimedwait, which unblocks them while it waits; one delivered to another
+# thread that does not block it ends the process), else the threads that do
+# not, with their SigBlk masks.
+pd_threads_block_signals() {
+  local f m bad=""
+  for f in /proc/"$1"/task/*/status; do
+    [ "$f" != "/proc/$1/task/$1/status" ] || continue
+    m=$(awk '/^SigBlk:/ {print $2}' "$f" 2>/dev/null) || continue
+    [ -n "$m" ] || continue
+    (( (16#$m & 16#4003) == 16#4003 )) || bad+="$(awk '/^Name:/ {print $2}' "$f")($m) "
+  done
+  echo "${bad:-ok}"
+}
+
 partdns_alive() {
   [ -n "$PD_PID" ] && kill -0 "$PD_PID" 2>/dev/null &&
     [ "$(ps -o stat= -p "$PD_PID" 2>/dev/null | cut -c1)" != Z ]

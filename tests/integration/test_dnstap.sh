@@ -73,6 +73,8 @@ partdns_start "$PD_CONF"
 assert_eq "www.customer.example (normal) from nanjing" "203.0.113.10" "$(dig_a 127.0.1.10 www.customer.example)"
 assert_eq "video.cdn.test (flagged) from nanjing" "203.0.113.1" "$(dig_a 127.0.1.10 video.cdn.test)"
 assert_eq "video.cdn.test over TCP from nanjing" "203.0.113.1" "$(dig_a 127.0.1.11 video.cdn.test +tcp)"
+assert_eq "every thread (dnstap's writer too) blocks the signals the daemon waits for" ok \
+  "$(pd_threads_block_signals "$PD_PID")"
 stats=$(pdctl stats)
 assert_match "stats count dnstap_dropped (none dropped with a reader)" "^dnstap_dropped 0$" "$stats"
 

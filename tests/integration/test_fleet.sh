@@ -85,6 +85,8 @@ steered() {
 }
 
 for i in 1 2 3; do node_conf "$i"; node_start "$i"; done
+assert_eq "every thread of a node (the mirror's, registration's and libcurl's too) blocks the signals the daemon waits for" \
+  ok "$(pd_threads_block_signals "${IT_PIDS[node1]}")"
 
 # ---- a domain flagged through one node is live on all three
 out=$(ctl 1 domain add video.customer.example)
