@@ -58,6 +58,7 @@ struct daemon {
 	struct fleet *fleet;
 	struct store *shared;
 	atomic_bool plan_changed;    /* the mirror brought a new activated plan: reload */
+	pthread_t main_thread;       /* daemon_new's and daemon_run's: fleet_changed wakes it */
 	unsigned fleet_serial;       /* the plan serial last told to the fleet */
 	time_t activate_retry;       /* a fleet activation that failed is tried again from then */
 	struct cache *cache;
@@ -604,11 +605,17 @@ static int own_store(const struct privs *p, const char *dir)
 	return 0;
 }
 
-/* From the mirror thread: a plan record changed in the local store. */
-static void fleet_plan_changed(void *arg)
+/*
+ * From the mirror thread: the local store changed (plan: a plan record).
+ * Wake the main thread, which polls the store every 250 ms otherwise, so a
+ * change made on another node is served here within milliseconds.
+ */
+static void fleet_changed(void *arg, bool plan)
 {
 	struct daemon *d = arg;
-	atomic_store(&d->plan_changed, true);
+	if (plan)
+		atomic_store(&d->plan_changed, true);
+	pthread_kill(d->main_thread, SIGUSR2);
 }
 
 /*
@@ -623,7 +630,7 @@ static int fleet_begin(struct daemon *d, const struct conf *c)
 		log_err("store.etcd: %s", store_remote_error());
 		return -1;
 	}
-	return fleet_start(c, d->store, fleet_plan_changed, d, &d->fleet);
+	return fleet_start(c, d->store, fleet_changed, d, &d->fleet);
 }
 
 /*
@@ -708,6 +715,7 @@ static void daemon_signals(sigset_t *set)
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP);
 	sigaddset(set, SIGPIPE);
+	sigaddset(set, SIGUSR2); /* a wake-up: poll the store now (fleet_changed) */
 }
 
 struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
@@ -722,6 +730,7 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		conf_free(c);
 		return NULL;
 	}
+	d->main_thread = pthread_self(); /* runs daemon_run: takes the signals */
 	struct privs privs;
 	char why[512];
 	if (privs_plan(c->server.user, c->server.control_group, false, &privs, why, sizeof(why)) != 0) {
@@ -1253,7 +1262,7 @@ static void poll_fleet(struct daemon *d)
 /*
  * In a fleet the staged plan goes live in the shared store: one node's
  * transaction moves it (the others' find it gone), and every node's mirror
- * then brings the activated plan and reloads (fleet_plan_changed).
+ * then brings the activated plan and reloads (fleet_changed).
  */
 static void activate_shared(struct daemon *d, unsigned serial)
 {
@@ -1366,16 +1375,39 @@ int daemon_run(struct daemon *d)
 		sd_notifyf(0, "READY=1\nMAINPID=%lu\nSTATUS=serving", (unsigned long)getpid());
 	}
 
-	/* Signals and the store are polled here; one second bounds pick-up. */
-	struct timespec tick = { .tv_sec = 0, .tv_nsec = 250 * 1000000L };
+	/*
+	 * Signals and the store are polled here: every 250 ms, and at once when
+	 * the fleet's mirror wrote a change (SIGUSR2), but then at most every
+	 * 100 ms, so a burst of changes (an import on another node) does not
+	 * rebuild the domain set for each one.
+	 */
+	const uint64_t tick_ns = 250000000ull, min_poll_ns = 100000000ull;
+	uint64_t next_tick = 0, last_poll = 0;
 	unsigned ticks = 0;
+	bool due = true;
 	while (!stopping(d)) {
-		/* After a burst (a flood of misses, a big reload) glibc keeps the
-		 * freed memory; give it back every 10 s so RSS follows the load. */
-		cache_reap(d->cache, clock_sec(), 4); /* every shard every 4 s at 250 ms a tick */
-		if (++ticks % 40 == 0)
-			malloc_trim(0);
-		int sig = sigtimedwait(&set, NULL, &tick);
+		uint64_t now = clock_ns();
+		if (now >= next_tick) {
+			/* After a burst (a flood of misses, a big reload) glibc keeps the
+			 * freed memory; give it back every 10 s so RSS follows the load. */
+			cache_reap(d->cache, clock_sec(), 4); /* every shard every 4 s at 250 ms a tick */
+			if (++ticks % 40 == 0)
+				malloc_trim(0);
+			next_tick = now + tick_ns;
+		}
+		if (due && now - last_poll >= min_poll_ns) {
+			poll_store(d);
+			poll_rpz(d);
+			activate_due(d);
+			poll_fleet(d);
+			last_poll = now;
+			due = false;
+		}
+		uint64_t wait_ns = due ? last_poll + min_poll_ns - now : next_tick - now;
+		if (wait_ns > tick_ns)
+			wait_ns = tick_ns;
+		struct timespec wait = { .tv_sec = 0, .tv_nsec = (long)wait_ns };
+		int sig = sigtimedwait(&set, NULL, &wait);
 		if (sig == SIGINT || sig == SIGTERM) {
 			log_info("signal %d: shutting down", sig);
 			daemon_stop(d);
@@ -1383,10 +1415,7 @@ int daemon_run(struct daemon *d)
 			log_info("SIGHUP: reloading");
 			notify_reload(d);
 		} else {
-			poll_store(d);
-			poll_rpz(d);
-			activate_due(d);
-			poll_fleet(d);
+			due = true; /* the tick, or a wake-up */
 		}
 	}
 	sd_notify(0, "STOPPING=1");

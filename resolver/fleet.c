@@ -29,7 +29,7 @@ struct fleet {
 	char *prefix;
 	char name[128];
 	unsigned lease_ttl;
-	void (*plan_changed)(void *arg);
+	void (*changed)(void *arg, bool plan);
 	void *arg;
 	struct etcd *watch_e, *node_e; /* one handle per thread */
 	pthread_t mirror_thread, node_thread;
@@ -120,8 +120,8 @@ static int apply(struct fleet *f, const struct store_change *ch, size_t n, bool 
 		f->resyncs++;
 	pthread_cond_broadcast(&f->cond); /* the registration says the new revision */
 	pthread_mutex_unlock(&f->lock);
-	if (plan && f->plan_changed != NULL)
-		f->plan_changed(f->arg);
+	if (f->changed != NULL)
+		f->changed(f->arg, plan);
 	return 0;
 }
 
@@ -437,7 +437,7 @@ static void *node_main(void *arg)
 
 /* ---- start, status, stop ---- */
 
-int fleet_start(const struct conf *c, struct store *local, void (*plan_changed)(void *arg), void *arg,
+int fleet_start(const struct conf *c, struct store *local, void (*changed)(void *arg, bool plan), void *arg,
                 struct fleet **out)
 {
 	*out = NULL;
@@ -448,7 +448,7 @@ int fleet_start(const struct conf *c, struct store *local, void (*plan_changed)(
 		return -1;
 	}
 	f->local = local;
-	f->plan_changed = plan_changed;
+	f->changed = changed;
 	f->arg = arg;
 	f->lease_ttl = c->store.etcd.lease_ttl;
 	f->started = time(NULL);

@@ -41,12 +41,13 @@ struct fleet_status {
 
 /**
  * Start mirroring c's store.etcd into local (the daemon's LMDB store) and
- * registering this node. plan_changed is called (from the mirror thread)
- * after a staged or activated plan changed in the local store.
+ * registering this node. changed is called (from the mirror thread) after
+ * each change written to the local store, plan true when a staged or
+ * activated plan changed.
  * @return 0 (*out), or -1 with a message logged (etcd being unreachable is
  *         no error: the threads keep trying).
  */
-int fleet_start(const struct conf *c, struct store *local, void (*plan_changed)(void *arg), void *arg,
+int fleet_start(const struct conf *c, struct store *local, void (*changed)(void *arg, bool plan), void *arg,
                 struct fleet **out);
 
 /** The plan serial this node runs (after start and every reload). */
