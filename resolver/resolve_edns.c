@@ -1771,11 +1771,14 @@ fail:
 
 /*
  * Would job's thread t refuse it for its zone's rate (a shed_hint is up)?
- * The thread asks the hinted zone first when job's name is at or below it
- * and the name's bound (set_bound) is not below it.
+ * The thread asks the hinted zone first when it iterates for job's own
+ * name (not forwarded, no tier, not a chain continuing at a CNAME target),
+ * the name is at or below the zone and its bound (set_bound) is not below it.
  */
-static bool shed_early(struct ethread *t, const struct job *job, unsigned slot)
+static bool shed_early(const struct resolve_edns *p, struct ethread *t, const struct job *job, unsigned slot)
 {
+	if (p->tier != NULL || job->rule.policy == CONF_POLICY_FORWARD || job->start_len > 0)
+		return false;
 	struct shed_hint *h = &t->hints[slot];
 	uint64_t until = atomic_load_explicit(&h->until_ns, memory_order_acquire);
 	if (until == 0 || clock_ns() >= until)
@@ -1809,7 +1812,7 @@ int resolve_edns_submit(struct resolve_edns *p, struct job *job)
 	unsigned part = budget_part(job->partition), slot = rule_slot_of(p, job);
 	/* Same name (any partition), same thread: its zone-cut cache is warm. */
 	struct ethread *t = &p->threads[hash_bytes(&p->key, job->qname, job->qname_len) % p->nthreads];
-	if (shed_early(t, job, slot)) {
+	if (shed_early(p, t, job, slot)) {
 		atomic_fetch_add_explicit(&p->shed, 1, memory_order_relaxed);
 		if (log_get_level() >= LOG_LEVEL_INFO) {
 			char name[512] = "?";
