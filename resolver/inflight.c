@@ -316,6 +316,7 @@ int inflight_join(struct inflight *t, const uint8_t *key, size_t klen, struct sn
 	if (w != NULL)
 		w->next = NULL;
 	j->start_ns = clock_ns();
+	j->stale_tried = false;
 	j->hnext = sh->buckets[b];
 	sh->buckets[b] = j;
 	pthread_mutex_unlock(&sh->lock);
@@ -341,9 +342,9 @@ static struct waiter *job_detach(struct job *job)
 }
 
 /* Hand r (NULL: out of memory) to every waiter and free the job. */
-static void job_finish(struct job *job, struct result *r)
+/* Give r (NULL: no result) to the waiters w, each to its listener; r is theirs (or freed). */
+static void waiters_answer(struct waiter *w, struct result *r)
 {
-	struct waiter *w = job_detach(job);
 	int n = 0;
 	for (struct waiter *x = w; x; x = x->next)
 		n++;
@@ -360,6 +361,11 @@ static void job_finish(struct job *job, struct result *r)
 		mq_push(w->reply_q, &w->node);
 		w = next;
 	}
+}
+
+static void job_finish(struct job *job, struct result *r)
+{
+	waiters_answer(job_detach(job), r);
 	snapshot_release(job->snap);
 	free(job->prefix);
 	job_put(job);
@@ -428,6 +434,28 @@ static struct result *stale_result(struct job *job)
 	r->rcode = -1;
 	r->stale = true;
 	return r;
+}
+
+void inflight_stale_early(struct job *job)
+{
+	if (job->stale_tried || !job->snap->conf->cache.serve_stale)
+		return;
+	job->stale_tried = true;
+	size_t b;
+	struct inflight_shard *sh = shard_of(job->table, job->hash, &b);
+	pthread_mutex_lock(&sh->lock);
+	bool waiting = job->waiters != NULL;
+	pthread_mutex_unlock(&sh->lock);
+	if (!waiting)
+		return; /* a prefetch, or clients that gave up: nothing to hold the entry for */
+	struct result *r = stale_result(job);
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&sh->lock);
+	struct waiter *w = job->waiters;
+	job->waiters = NULL;
+	pthread_mutex_unlock(&sh->lock);
+	waiters_answer(w, r);
 }
 
 void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool remember)

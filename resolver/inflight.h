@@ -18,6 +18,8 @@ struct inflight;
  */
 #define INFLIGHT_STALE_MAX 86400u
 #define INFLIGHT_STALE_TTL 30u
+/* §5's client response timer (1.8 s recommended): see inflight_stale_early */
+#define INFLIGHT_STALE_CLIENT_NS 1800000000ull
 
 /**
  * A table whose completed jobs are inserted into cache. A partition's
@@ -82,6 +84,17 @@ void inflight_done(struct job *job, const uint8_t *resp, size_t len);
  * job is freed.
  */
 void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool remember);
+
+/**
+ * Serve-stale's client response timer (RFC 8767 §5): the pools call this
+ * for a job still running INFLIGHT_STALE_CLIENT_NS after it started. When
+ * the cache keeps an expired answer under its key, the clients waiting now
+ * get it (as inflight_fail would give it), the cache serves it stale for
+ * INFLIGHT_STALE_TTL seconds, and the job runs on: its answer or failure
+ * goes to the cache and to clients that join later. Once per job; the
+ * pool's thread only.
+ */
+void inflight_stale_early(struct job *job);
 
 /**
  * While on, answers and failures of partition jobs are not stored (the

@@ -120,6 +120,7 @@ struct job {
 	uint32_t failure_ttl;     /* cache.failure_ttl of the job's snapshot */
 	struct wire_limits lim;
 	uint64_t start_ns;
+	bool stale_tried;         /* inflight_stale_early ran (the pool's thread only) */
 	struct waiter *waiters;   /* protected by the in-flight shard lock */
 	/* buffers: not zeroed on reuse */
 	uint8_t key[ROUTE_KEY_MAX];

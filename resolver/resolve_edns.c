@@ -1520,6 +1520,9 @@ static void check_timeouts(struct ethread *t)
 	struct eres *r = t->list;
 	while (r) {
 		struct eres *next = r->next;
+		/* serve-stale's client response timer: the job runs on */
+		if (!r->job->stale_tried && now - r->job->start_ns >= INFLIGHT_STALE_CLIENT_NS)
+			inflight_stale_early(r->job);
 		if (now > r->give_up_ns) {
 			if (r->ub_busy)
 				ub_cancel(t->ctx, r->ub_id);

@@ -449,6 +449,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		log_failure(job, "no answer within 4 s (libunbound goes on trying)");
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, &slow, true);
 	}
+	/* serve-stale's client response timer, oldest first: the jobs run on */
+	for (struct ticket *tk = t->pending.prev; tk != &t->pending; tk = tk->prev) {
+		if (now - tk->start_ns < INFLIGHT_STALE_CLIENT_NS)
+			break;
+		inflight_stale_early(tk->job);
+	}
 }
 
 static void on_stop(evutil_socket_t fd, short what, void *arg)

@@ -14,6 +14,8 @@ cache:
   max_ttl: 6
   serve_stale: true
 EOF
+# libunbound's own cache too, so an expired normal name is asked upstream again
+sed -i 's|options: {|options: { "cache-max-ttl": "6",|' "$PD_CONF"
 pdctl domain add video.cdn.test >/dev/null
 partdns_start "$PD_CONF"
 
@@ -76,6 +78,26 @@ assert_eq "GSLB back, nanjing: NOERROR, its node" "NOERROR 203.0.113.1 " "$(stat
 assert_le "GSLB back, nanjing: a fresh TTL again" 6 "$(ttl_of "$out")"
 assert_not_contains "GSLB back, nanjing: no EDE" "EDE" "$out"
 assert_lt "GSLB back: it was asked (count $g0 -> $(gslb_query_count))" "$(gslb_query_count)" "$g0"
+
+# RFC 8767's client response timer: with the GSLB and the customer's server silent (SIGSTOP: no
+# answer, no ICMP), a client whose answer expired gets it stale after 1.8 s, within its own timeout
+# (dig here: 3 s, one try), not after partdns has spent its upstream tries (4.5 s EDNS, 4 s normal)
+assert_eq "www.customer.example (normal) fresh" "203.0.113.10" "$(dig_a 127.0.2.10 www.customer.example)"
+sleep 7 # nanjing's answer from the GSLB's return and www.customer.example's expire (cache.max_ttl 6)
+kill -STOP "${IT_PIDS[gslb]}" "${IT_PIDS[customer]}"
+t0=$(date +%s%N)
+out=$(PD_DIG_TIME=3 pd_dig 127.0.1.12 video.cdn.test A)
+t1=$(date +%s%N)
+nout=$(PD_DIG_TIME=3 pd_dig 127.0.2.12 www.customer.example A)
+t2=$(date +%s%N)
+kill -CONT "${IT_PIDS[gslb]}" "${IT_PIDS[customer]}"
+log "silent GSLB: $(((t1 - t0) / 1000000)) ms; silent customer server: $(((t2 - t1) / 1000000)) ms"
+assert_eq "GSLB silent, nanjing: its stale node within the client's 3 s" "NOERROR 203.0.113.1 30" \
+  "$(status_of "$out") $(a_of "$out")$(ttl_of "$out")"
+assert_contains "GSLB silent, nanjing: EDE 3" "EDE: 3 (Stale Answer)" "$out"
+assert_eq "customer server silent: the normal name's stale answer within the client's 3 s" \
+  "NOERROR 203.0.113.10 30" "$(status_of "$nout") $(a_of "$nout")$(ttl_of "$nout")"
+assert_contains "customer server silent: EDE 3" "EDE: 3 (Stale Answer)" "$nout"
 
 partdns_alive && ok "partdns still running" || fail "partdns died" "$(tail -n 20 "$IT_TMP/partdns.log")"
 it_done
