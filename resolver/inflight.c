@@ -341,8 +341,7 @@ static struct waiter *job_detach(struct job *job)
 	return w;
 }
 
-/* Hand r (NULL: out of memory) to every waiter and free the job. */
-/* Give r (NULL: no result) to the waiters w, each to its listener; r is theirs (or freed). */
+/* Give r (NULL: out of memory) to the waiters w, each to its listener; r is theirs (or freed). */
 static void waiters_answer(struct waiter *w, struct result *r)
 {
 	int n = 0;
@@ -363,6 +362,7 @@ static void waiters_answer(struct waiter *w, struct result *r)
 	}
 }
 
+/* Hand r (NULL: out of memory) to every waiter and free the job. */
 static void job_finish(struct job *job, struct result *r)
 {
 	waiters_answer(job_detach(job), r);

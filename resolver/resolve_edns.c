@@ -1802,8 +1802,9 @@ static bool shed_early(const struct resolve_edns *p, struct ethread *t, const st
 	const uint8_t *zone = job->qname;
 	size_t len = job->qname_len;
 	for (int i = labels; i > zone_labels; i--) {
-		len -= (size_t)zone[0] + 1;
-		zone += zone[0] + 1;
+		int off = wire_name_parent(zone, len);
+		zone += off;
+		len -= (size_t)off;
 	}
 	uint8_t lower[WIRE_MAX_NAME];
 	wire_name_lower(zone, len, lower);

@@ -24,10 +24,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "resolver/wire.h"
 
 static uint64_t now_ns(void)
 {
@@ -43,26 +44,6 @@ static uint64_t rnd(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
 	return z ^ (z >> 31);
-}
-
-/* Append TEXT (dotted, no trailing dot needed) as wire labels. @return bytes or -1. */
-static int put_name(uint8_t *out, size_t cap, const char *text)
-{
-	size_t o = 0;
-	while (*text != '\0') {
-		const char *dot = strchr(text, '.');
-		size_t n = dot != NULL ? (size_t)(dot - text) : strlen(text);
-		if (n == 0 || n > 63 || o + 1 + n + 1 > cap)
-			return -1;
-		out[o++] = (uint8_t)n;
-		memcpy(out + o, text, n);
-		o += n;
-		text += n;
-		if (*text == '.')
-			text++;
-	}
-	out[o++] = 0;
-	return (int)o;
 }
 
 static void usage(void)
@@ -119,7 +100,7 @@ int main(int argc, char **argv)
 			q[1] = (uint8_t)id;
 			q[2] = 0x01; /* RD */
 			q[5] = 1;    /* QDCOUNT */
-			int n = put_name(q + 12, sizeof(q) - 16, name);
+			int n = wire_name_from_text(name, q + 12, sizeof(q) - 16);
 			if (n < 0) {
 				fprintf(stderr, "bench_flood: bad zone %s\n", zone);
 				return 2;
