@@ -804,7 +804,8 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 	if ((d->hints = chainhint_new(c->cache.max_bytes / 4096)) == NULL)
 		goto fail;
 	d->inflight = inflight_new(d->cache, &d->snapshots);
-	d->normal = resolve_normal_new(c, &d->snapshots, d->stop_fd);
+	/* the same count: each listener resolves its own misses in its loop (resolve_normal.c) */
+	d->normal = resolve_normal_new(c, &d->snapshots, d->stop_fd, c->resolver.threads == c->server.threads);
 	d->edns = resolve_edns_new(c, d->stop_fd);
 	if (d->inflight == NULL || d->normal == NULL || d->edns == NULL)
 		goto fail;

@@ -3,7 +3,6 @@
 #include "resolver/resolve_normal.h"
 
 #include <errno.h>
-#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,23 +14,37 @@
 #include "resolver/inflight.h"
 #include "resolver/log.h"
 #include "resolver/ubctx.h"
+#include "resolver/uloop.h"
 #include "util/hash.h"
 
 /*
  * Why this shape (docs/design.md "The normal pool"):
  *
- * libunbound's event API (ub_ctx_create_event + ub_resolve_event) runs the
- * resolution inside our thread's libevent loop and hands back the answer in
- * wire format: no libunbound thread, no pipe, no serialised result to
- * decode and re-encode. The async API cost a miss 8 fcntl + 4 read +
- * 3 write + 2 epoll_wait in this thread alone, plus libunbound's own
- * thread's share (bench/RESULTS.md "Miss path").
+ * libunbound's event API (ub_ctx_create_ub_event + ub_resolve_event) runs
+ * the resolution inside our own loop (uloop.c, its event interface over
+ * epoll) and hands back the answer in wire format: no libunbound thread,
+ * no pipe, no serialised result to decode and re-encode. The async API
+ * cost a miss 8 fcntl + 4 read + 3 write + 2 epoll_wait in this thread
+ * alone, plus libunbound's own thread's share (bench/RESULTS.md "Miss
+ * path").
+ *
+ * Colocated (server.threads == resolver.threads, the default): no thread
+ * of ours runs the loops; listener i drives thread i's loop in its own
+ * epoll and starts its own misses there (resolve_normal_run_here), so a
+ * miss is resolved and answered by the thread that read it, without a
+ * hand-over or a wake-up of another thread. Unbound, Knot Resolver and
+ * PowerDNS Recursor (without pdns-distributes-queries) work the same way.
+ * Jobs from elsewhere (the control socket's query, a listener of a
+ * different count) still go by the name's hash through the thread's queue.
  *
  * One context per thread, names sharded by a keyed hash of the query name:
  * every qtype of a name meets the same context, so what one context learnt
  * about that name and its zone is reused, and infrastructure (NS, glue)
- * is duplicated at most once per thread. Listener threads stay apart from
- * these: a hit never waits behind a validation or a burst of answers.
+ * is duplicated at most once per thread. Colocated, a listener's own
+ * misses go to its own context instead: the common cache in front is
+ * shared, so what is duplicated is libunbound's second-level copy. Apart
+ * (resolver.threads != server.threads), a hit never waits behind a
+ * validation or a burst of answers, at a hand-over per miss.
  *
  * A second context per thread, the stub context, holds every flagged
  * --subtree name as an empty zone of its own (ubctx.c). A normal name asked
@@ -84,13 +97,13 @@ struct nctx {
 struct nthread {
 	struct resolve_normal *pool;
 	unsigned idx;
-	struct event_base *base;
+	struct uloop *loop;     /* its own thread's, or a listener's (colocated) */
 	struct ub_ctx *ctx;     /* the plain context */
 	struct nctx *stub;      /* NULL: none (no flagged subtree, or it could not be built) */
 	struct nctx *retired;
 	uint64_t stub_want;     /* the set last built or tried: no retry every tick after a failure */
 	struct mq jobs;
-	struct event *jobs_ev, *stop_ev, *tick_ev;
+	struct ub_event *jobs_ev, *stop_ev, *tick_ev;
 	pthread_t thread;
 	bool started;
 	struct ticket pending;  /* sentinel: lookups with a job, oldest at the tail */
@@ -108,6 +121,7 @@ struct nthread {
 struct resolve_normal {
 	struct snapshot_slot *snaps; /* the flagged subtrees for the stub contexts */
 	unsigned nthreads;
+	bool colocated;            /* listener i drives thread i's loop: no threads of ours */
 	unsigned zone_cap;         /* resolver.zone_inflight; 0 = no limit */
 	int stop_fd;
 	struct hash_key shard_key; /* query names are client-chosen: keyed hashes */
@@ -133,12 +147,19 @@ unsigned resolve_normal_inflight(struct resolve_normal *p)
 	return atomic_load_explicit(&p->inflight, memory_order_relaxed);
 }
 
-int resolve_normal_submit(struct resolve_normal *p, struct job *job)
+static bool take_slot(struct resolve_normal *p)
 {
 	if (atomic_fetch_add(&p->inflight, 1) >= NORMAL_MAX_INFLIGHT) {
 		atomic_fetch_sub(&p->inflight, 1);
-		return -EBUSY;
+		return false;
 	}
+	return true;
+}
+
+int resolve_normal_submit(struct resolve_normal *p, struct job *job)
+{
+	if (!take_slot(p))
+		return -EBUSY;
 	unsigned i = p->nthreads == 1 ? 0 : (unsigned)(hash_bytes(&p->shard_key, job->qname, job->qname_len) % p->nthreads);
 	mq_push(&p->threads[i].jobs, &job->node);
 	return 0;
@@ -336,7 +357,21 @@ static void start_job(struct nthread *t, struct job *job)
 	}
 }
 
-static void on_jobs(evutil_socket_t fd, short what, void *arg)
+int resolve_normal_run_here(struct resolve_normal *p, unsigned idx, struct job *job)
+{
+	if (!take_slot(p))
+		return -EBUSY;
+	counter_inc(&p->threads[idx].ctr.started_here);
+	start_job(&p->threads[idx], job);
+	return 0;
+}
+
+struct uloop *resolve_normal_loop(struct resolve_normal *p, unsigned idx)
+{
+	return p->colocated && idx < p->nthreads ? p->threads[idx].loop : NULL;
+}
+
+static void on_jobs(int fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
@@ -403,7 +438,7 @@ static void stub_refresh(struct nthread *t)
 		domains_each_subtree(s->domains, names_add, &ns);
 		const struct conf *c = s->conf;
 		nc->sig = sig;
-		nc->ctx = ubctx_new(c, t->base,
+		nc->ctx = ubctx_new(c, uloop_ub_base(t->loop),
 		                    &(struct ubctx_share){ .idx = t->idx + 1, .of = t->pool->nthreads,
 		                                           .outgoing = c->resolver.outgoing,
 		                                           .noutgoing = c->resolver.noutgoing, .stubs = ns.v,
@@ -426,7 +461,7 @@ static void stub_refresh(struct nthread *t)
  * bounded by its own limits (ubctx.c: ratelimit, outgoing-range) and by
  * resolver.zone_inflight here.
  */
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+static void on_tick(int fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
@@ -457,12 +492,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void on_stop(evutil_socket_t fd, short what, void *arg)
+static void on_stop(int fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
 	struct nthread *t = arg;
-	event_base_loopbreak(t->base);
+	uloop_break(t->loop);
 }
 
 static int thread_init(struct resolve_normal *p, struct nthread *t, const struct conf *c)
@@ -473,26 +508,30 @@ static int thread_init(struct resolve_normal *p, struct nthread *t, const struct
 	t->zone_count = calloc(NORMAL_ZONE_SLOTS, sizeof(*t->zone_count));
 	if (t->zone_count == NULL || mq_init(&t->jobs) != 0)
 		return -1;
-	t->base = event_base_new();
-	if (t->base == NULL)
+	t->loop = uloop_new();
+	if (t->loop == NULL)
 		return -1;
-	t->ctx = ubctx_new(c, t->base,
+	t->ctx = ubctx_new(c, uloop_ub_base(t->loop),
 	                   &(struct ubctx_share){ .idx = t->idx, .of = p->nthreads, .outgoing = c->resolver.outgoing,
 	                                          .noutgoing = c->resolver.noutgoing });
 	if (t->ctx == NULL)
 		return -1;
-	t->jobs_ev = event_new(t->base, t->jobs.efd, EV_READ | EV_PERSIST, on_jobs, t);
-	t->stop_ev = event_new(t->base, p->stop_fd, EV_READ | EV_PERSIST, on_stop, t);
-	t->tick_ev = event_new(t->base, -1, EV_PERSIST, on_tick, t);
-	if (t->jobs_ev == NULL || t->stop_ev == NULL || t->tick_ev == NULL)
+	t->jobs_ev = uloop_event_new(t->loop, t->jobs.efd, UB_EV_READ | UB_EV_PERSIST, on_jobs, t);
+	t->tick_ev = uloop_event_new(t->loop, -1, UB_EV_PERSIST, on_tick, t);
+	if (t->jobs_ev == NULL || t->tick_ev == NULL)
 		return -1;
 	struct timeval tick = { 0, NORMAL_TICK_US };
-	if (event_add(t->jobs_ev, NULL) != 0 || event_add(t->stop_ev, NULL) != 0 || event_add(t->tick_ev, &tick) != 0)
+	if (uloop_event_add(t->jobs_ev, NULL) != 0 || uloop_event_add(t->tick_ev, &tick) != 0)
+		return -1;
+	if (p->colocated)
+		return 0; /* the listener's loop stops on the daemon's stop */
+	t->stop_ev = uloop_event_new(t->loop, p->stop_fd, UB_EV_READ | UB_EV_PERSIST, on_stop, t);
+	if (t->stop_ev == NULL || uloop_event_add(t->stop_ev, NULL) != 0)
 		return -1;
 	return 0;
 }
 
-struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_slot *snaps, int stop_fd)
+struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_slot *snaps, int stop_fd, bool colocated)
 {
 	struct resolve_normal *p = calloc(1, sizeof(*p));
 	if (p == NULL)
@@ -500,6 +539,7 @@ struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_
 	p->snaps = snaps;
 	p->stop_fd = stop_fd;
 	p->nthreads = c->resolver.threads ? c->resolver.threads : 1;
+	p->colocated = colocated;
 	p->zone_cap = c->resolver.zone_inflight;
 	hash_key_random(&p->shard_key);
 	hash_key_random(&p->zone_key);
@@ -523,7 +563,7 @@ fail:
 static void *thread_main(void *arg)
 {
 	struct nthread *t = arg;
-	event_base_dispatch(t->base);
+	uloop_run(t->loop);
 	return NULL;
 }
 
@@ -534,7 +574,7 @@ int resolve_normal_start(struct resolve_normal *p)
 	 * resolve, since a stub context reads its files when it is made. */
 	for (unsigned i = 0; i < p->nthreads; i++)
 		stub_refresh(&p->threads[i]);
-	for (unsigned i = 0; i < p->nthreads; i++) {
+	for (unsigned i = 0; i < p->nthreads && !p->colocated; i++) {
 		struct nthread *t = &p->threads[i];
 		int rc = pthread_create(&t->thread, NULL, thread_main, t);
 		if (rc != 0)
@@ -596,13 +636,12 @@ static void thread_free(struct nthread *t)
 		mq_deinit(&t->jobs);
 	}
 	if (t->jobs_ev)
-		event_free(t->jobs_ev);
+		uloop_event_free(t->jobs_ev);
 	if (t->stop_ev)
-		event_free(t->stop_ev);
+		uloop_event_free(t->stop_ev);
 	if (t->tick_ev)
-		event_free(t->tick_ev);
-	if (t->base)
-		event_base_free(t->base);
+		uloop_event_free(t->tick_ev);
+	uloop_free(t->loop); /* after every context in it */
 }
 
 void resolve_normal_free(struct resolve_normal *p)

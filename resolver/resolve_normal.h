@@ -7,6 +7,7 @@
 #include "resolver/job.h"
 
 struct resolve_normal;
+struct uloop;
 
 /**
  * c->resolver.threads threads, each running its own libunbound context
@@ -15,15 +16,25 @@ struct resolve_normal;
  * @param snaps    the daemon's snapshots: each thread keeps a stub context
  *                 for the flagged subtrees of the current one
  * @param stop_fd  readable once the daemon stops: the thread then ends
+ * @param colocated no threads: listener i drives thread i's loop
+ *                 (resolve_normal_loop) and runs its misses there
  * @return NULL on error (logged).
  */
-struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_slot *snaps, int stop_fd);
-/** Make each thread's first stub context (as the calling user), then start the threads. @return 0 or -errno. */
+struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_slot *snaps, int stop_fd, bool colocated);
+/** Make each thread's first stub context (as the calling user), then start the threads (none colocated). @return 0 or -errno. */
 int resolve_normal_start(struct resolve_normal *p);
 void resolve_normal_join(struct resolve_normal *p);
 /** Joins, then fails every unfinished job (SERVFAIL to its waiters). NULL is a no-op. */
 void resolve_normal_free(struct resolve_normal *p);
-/** Queue a job. @return 0 or -EBUSY (over the in-flight cap: the caller ends the job). */
+/** Colocated: the loop listener idx drives (uloop.h); NULL when not colocated. */
+struct uloop *resolve_normal_loop(struct resolve_normal *p, unsigned idx);
+/**
+ * Colocated: start a job in thread idx's context now, from the thread that
+ * drives its loop (the answer may be complete when this returns).
+ * @return 0 or -EBUSY (over the in-flight cap: the caller ends the job).
+ */
+int resolve_normal_run_here(struct resolve_normal *p, unsigned idx, struct job *job);
+/** Queue a job (any thread). @return 0 or -EBUSY (over the in-flight cap: the caller ends the job). */
 int resolve_normal_submit(struct resolve_normal *p, struct job *job);
 /** Add the pool's counters to sum[COUNTERS_N]. */
 void resolve_normal_counters(struct resolve_normal *p, uint64_t *sum);

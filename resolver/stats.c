@@ -38,6 +38,7 @@ static const struct pool_item normal_items[] = {
 	{ "failures", C_upstream_errors, false },  /* libunbound failed or said SERVFAIL */
 	{ "zone_limited", C_zone_limited, false }, /* refused at once: resolver.zone_inflight */
 	{ "stub_retries", C_stub_retries, false }, /* failed in the stub context, asked again in the plain one */
+	{ "started_here", C_started_here, false }, /* started by the listener that read the query, in its own loop */
 	{ NULL, 0, false },
 };
 

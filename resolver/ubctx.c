@@ -191,9 +191,9 @@ bool ubctx_validates(const struct conf *c)
  */
 static pthread_mutex_t ubctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static struct ub_ctx *make(const struct conf *c, struct event_base *base, const struct ubctx_share *share);
+static struct ub_ctx *make(const struct conf *c, struct ub_event_base *base, const struct ubctx_share *share);
 
-struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share)
+struct ub_ctx *ubctx_new(const struct conf *c, struct ub_event_base *base, const struct ubctx_share *share)
 {
 	pthread_mutex_lock(&ubctx_lock);
 	struct ub_ctx *ctx = make(c, base, share);
@@ -208,9 +208,9 @@ void ubctx_free(struct ub_ctx *ctx)
 	pthread_mutex_unlock(&ubctx_lock);
 }
 
-static struct ub_ctx *make(const struct conf *c, struct event_base *base, const struct ubctx_share *share)
+static struct ub_ctx *make(const struct conf *c, struct ub_event_base *base, const struct ubctx_share *share)
 {
-	struct ub_ctx *ctx = base ? ub_ctx_create_event(base) : ub_ctx_create();
+	struct ub_ctx *ctx = base ? ub_ctx_create_ub_event(base) : ub_ctx_create();
 	if (ctx == NULL) {
 		log_err("cannot create libunbound context");
 		return NULL;

@@ -5,7 +5,7 @@
 #include "conf/conf.h"
 
 struct ub_ctx;
-struct event_base;
+struct ub_event_base;
 
 /*
  * Sockets for queries in flight, per pool: queries to servers that never
@@ -42,7 +42,7 @@ struct ubctx_share {
  * Create a libunbound context from c->resolver: root hints, trust anchor,
  * forward zones and pass-through options (which win over our defaults).
  * Errors are logged naming the setting.
- * @param base   a libevent base: the context runs in its caller's loop
+ * @param base   an event base (uloop.h): the context runs in its caller's loop
  *               (ub_resolve_event, wire-format answers, no thread, no
  *               pipe); NULL: asynchronous with its own thread
  *               (ub_resolve_async, ub_fd, ub_process)
@@ -50,7 +50,7 @@ struct ubctx_share {
  * stub zones' files then), so call it as the user that will resolve.
  * @return the context (free with ub_ctx_delete) or NULL.
  */
-struct ub_ctx *ubctx_new(const struct conf *c, struct event_base *base, const struct ubctx_share *share);
+struct ub_ctx *ubctx_new(const struct conf *c, struct ub_event_base *base, const struct ubctx_share *share);
 
 /** ub_ctx_delete, one at a time with ubctx_new (for contexts retired while others are made). NULL: nothing. */
 void ubctx_free(struct ub_ctx *ctx);

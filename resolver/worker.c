@@ -16,6 +16,7 @@
 #include "resolver/net_udp.h"
 #include "resolver/query.h"
 #include "resolver/topk.h"
+#include "resolver/uloop.h"
 
 struct worker {
 	struct worker_env env;
@@ -24,7 +25,8 @@ struct worker {
 	bool started;
 	int epfd;
 	struct mq replies;
-	struct net_ev replies_ev, stop_ev;
+	struct net_ev replies_ev, stop_ev, loop_ev;
+	struct uloop *loop;        /* colocated: the normal pool's thread this listener drives; else NULL */
 	size_t nlisten;
 	struct net_ev *udp;        /* per listen address */
 	struct net_ev *tcp;
@@ -63,11 +65,13 @@ static int ep_add(struct worker *w, struct net_ev *ev, uint32_t events)
 	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, ev->fd, &e);
 }
 
-/* Hand a new job to its pool; a full pool fails it at once. */
+/* Hand a new job to its pool (colocated: a normal one starts here); a full pool fails it at once. */
 static void dispatch(void *arg, struct job *job)
 {
 	struct worker *w = arg;
-	int rc = job->edns ? resolve_edns_submit(w->env.edns, job) : resolve_normal_submit(w->env.normal, job);
+	int rc = job->edns ? resolve_edns_submit(w->env.edns, job)
+	         : w->loop ? resolve_normal_run_here(w->env.normal, w->idx, job)
+	                   : resolve_normal_submit(w->env.normal, job);
 	if (rc != 0) {
 		static const struct wire_ede busy = { WIRE_EDE_OTHER, "resolver overloaded" };
 		counter_inc(&w->ctr.overload);
@@ -104,6 +108,12 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	w->stop_ev = (struct net_ev){ .kind = NET_EV_STOP, .fd = env->stop_fd };
 	if (ep_add(w, &w->replies_ev, EPOLLIN) != 0 || ep_add(w, &w->stop_ev, EPOLLIN) != 0)
 		goto fail;
+	w->loop = resolve_normal_loop(env->normal, idx);
+	if (w->loop != NULL) {
+		w->loop_ev = (struct net_ev){ .kind = NET_EV_LOOP, .fd = uloop_fd(w->loop) };
+		if (ep_add(w, &w->loop_ev, EPOLLIN) != 0)
+			goto fail;
+	}
 	for (size_t i = 0; i < w->nlisten; i++) {
 		const struct conf_addr *a = &c->server.listen[i];
 		int fd = net_bind(a, SOCK_DGRAM);
@@ -206,7 +216,13 @@ static void *worker_main(void *arg)
 	uint64_t last_sweep = clock_ns();
 	bool stop = false;
 	while (!stop) {
-		int n = epoll_wait(w->epfd, events, 64, 1000);
+		int timeout = 1000;
+		if (w->loop != NULL) {
+			int next = uloop_next_ms(w->loop); /* the normal pool's timers: libunbound's, the tick */
+			if (next >= 0 && next < timeout)
+				timeout = next;
+		}
+		int n = epoll_wait(w->epfd, events, 64, timeout);
 		refresh_snapshot(w);
 		for (int i = 0; i < n; i++) {
 			struct net_ev *ev = events[i].data.ptr;
@@ -216,8 +232,11 @@ static void *worker_main(void *arg)
 			case NET_EV_TCP_CONN: net_tcp_event(w->conns, ev, events[i].events, &w->qx); break;
 			case NET_EV_REPLIES: drain_replies(w); break;
 			case NET_EV_STOP: stop = true; break;
+			case NET_EV_LOOP: uloop_poll(w->loop); break;
 			}
 		}
+		if (w->loop != NULL)
+			uloop_timers(w->loop);
 		uint64_t now = clock_ns();
 		if (now - last_sweep > 1000000000ull) {
 			net_tcp_sweep(w->conns);
