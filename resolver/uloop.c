@@ -272,11 +272,11 @@ static void dispatch(struct uloop *u, const struct epoll_event *evs, int n)
 	reap(u);
 }
 
-void uloop_timers(struct uloop *u)
+void uloop_timers(struct uloop *u, uint64_t now)
 {
 	if (u->nheap == 0)
 		return;
-	uint64_t seq = u->seq, now = clock_ns();
+	uint64_t seq = u->seq;
 	u->depth++;
 	while (u->nheap > 0) {
 		struct uev *e = u->heap[0];
@@ -294,14 +294,14 @@ void uloop_poll(struct uloop *u)
 	struct epoll_event evs[ULOOP_BATCH];
 	int n = epoll_wait(u->epfd, evs, ULOOP_BATCH, 0);
 	dispatch(u, evs, n);
-	uloop_timers(u);
+	uloop_timers(u, clock_ns());
 }
 
-int uloop_next_ms(const struct uloop *u)
+int uloop_next_ms(const struct uloop *u, uint64_t now)
 {
 	if (u->nheap == 0)
 		return -1;
-	uint64_t now = clock_ns(), due = u->heap[0]->due_ns;
+	uint64_t due = u->heap[0]->due_ns;
 	if (due <= now)
 		return 0;
 	uint64_t ms = (due - now + 999999) / 1000000;
@@ -313,9 +313,9 @@ void uloop_run(struct uloop *u)
 	struct epoll_event evs[ULOOP_BATCH];
 	u->stop = false;
 	while (!u->stop) {
-		int n = epoll_wait(u->epfd, evs, ULOOP_BATCH, uloop_next_ms(u));
+		int n = epoll_wait(u->epfd, evs, ULOOP_BATCH, uloop_next_ms(u, clock_ns()));
 		dispatch(u, evs, n);
-		uloop_timers(u);
+		uloop_timers(u, clock_ns());
 	}
 }
 

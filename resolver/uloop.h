@@ -47,10 +47,10 @@ void uloop_event_free(struct ub_event *ev);
 
 /** Run the ready events (without waiting) and then the due timers. */
 void uloop_poll(struct uloop *u);
-/** Run the due timers. */
-void uloop_timers(struct uloop *u);
-/** Milliseconds until the next timer is due, rounded up: -1 with no timer, 0 when one is due. */
-int uloop_next_ms(const struct uloop *u);
+/** Run the timers due at now (clock_ns()): the caller's clock reading, one per loop turn. */
+void uloop_timers(struct uloop *u, uint64_t now);
+/** Milliseconds from now until the next timer is due, rounded up: -1 with no timer, 0 when one is due. */
+int uloop_next_ms(const struct uloop *u, uint64_t now);
 /** Wait and run events until uloop_break(). */
 void uloop_run(struct uloop *u);
 void uloop_break(struct uloop *u);

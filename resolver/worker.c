@@ -189,10 +189,10 @@ static void refresh_snapshot(struct worker *w)
 	w->snap_gen = s->generation;
 }
 
-/* Answer the waiters whose jobs ended. */
-static void drain_replies(struct worker *w)
+/* Answer the waiters whose jobs ended (own: queued by this thread, no eventfd to read). */
+static void drain_replies(struct worker *w, bool own)
 {
-	struct mq_node *n = mq_take_all(&w->replies);
+	struct mq_node *n = own ? mq_take_own(&w->replies) : mq_take_all(&w->replies);
 	while (n) {
 		struct waiter *wt = (struct waiter *)n;
 		n = n->next;
@@ -212,13 +212,14 @@ static void drain_replies(struct worker *w)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	mq_set_own(&w->replies);
 	struct epoll_event events[64];
-	uint64_t last_sweep = clock_ns();
+	uint64_t now = clock_ns(), last_sweep = now;
 	bool stop = false;
 	while (!stop) {
 		int timeout = 1000;
 		if (w->loop != NULL) {
-			int next = uloop_next_ms(w->loop); /* the normal pool's timers: libunbound's, the tick */
+			int next = uloop_next_ms(w->loop, now); /* the normal pool's timers: libunbound's, the tick */
 			if (next >= 0 && next < timeout)
 				timeout = next;
 		}
@@ -230,14 +231,17 @@ static void *worker_main(void *arg)
 			case NET_EV_UDP: net_udp_read(&w->qx, ev->fd, ev->wildcard); break;
 			case NET_EV_TCP_LISTEN: net_tcp_accept(w->conns, ev->fd); break;
 			case NET_EV_TCP_CONN: net_tcp_event(w->conns, ev, events[i].events, &w->qx); break;
-			case NET_EV_REPLIES: drain_replies(w); break;
+			case NET_EV_REPLIES: drain_replies(w, false); break;
 			case NET_EV_STOP: stop = true; break;
 			case NET_EV_LOOP: uloop_poll(w->loop); break;
 			}
 		}
+
+		now = clock_ns();
 		if (w->loop != NULL)
-			uloop_timers(w->loop);
-		uint64_t now = clock_ns();
+			uloop_timers(w->loop, now);
+		while (w->replies.own_pending) /* misses this thread resolved (or failed) itself; a reply may start another */
+			drain_replies(w, true);
 		if (now - last_sweep > 1000000000ull) {
 			net_tcp_sweep(w->conns);
 			inflight_trim(w->env.inflight);

@@ -97,11 +97,50 @@ static void test_many_producers(void **state)
 	mq_deinit(&q);
 }
 
+static struct mq *other_q;
+static void *push_from_other(void *arg)
+{
+	mq_push(other_q, arg);
+	return NULL;
+}
+
+/* a consumer pushing to itself (a listener answering its own misses) wakes nobody; others still wake it */
+static void test_own_push(void **state)
+{
+	(void)state;
+	struct mq q;
+	assert_int_equal(mq_init(&q), 0);
+	mq_set_own(&q);
+	struct msg m[2] = { { .seq = 0 }, { .seq = 1 } };
+	mq_push(&q, &m[0].node);
+	assert_false(readable(q.efd));
+	assert_true(q.own_pending);
+	/* another thread's push to the non-empty queue needs no wake-up either: the own take gets it */
+	other_q = &q;
+	pthread_t t;
+	pthread_create(&t, NULL, push_from_other, &m[1].node);
+	pthread_join(t, NULL);
+	assert_false(readable(q.efd));
+	struct mq_node *n = mq_take_own(&q);
+	assert_ptr_equal(n, &m[0].node);
+	assert_ptr_equal(n->next, &m[1].node);
+	assert_false(q.own_pending);
+	/* to an empty queue, another thread's push wakes the consumer */
+	pthread_create(&t, NULL, push_from_other, &m[0].node);
+	pthread_join(t, NULL);
+	assert_true(readable(q.efd));
+	assert_ptr_equal(mq_take_all(&q), &m[0].node);
+	assert_false(readable(q.efd));
+	mq_set_own(NULL);
+	mq_deinit(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_and_wakeup),
 		cmocka_unit_test(test_many_producers),
+		cmocka_unit_test(test_own_push),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

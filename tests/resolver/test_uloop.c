@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "resolver/clock.h"
 #include "resolver/uloop.h"
 
 struct rec {
@@ -52,7 +53,7 @@ static void test_timers_in_order(void **state)
 	(void)state;
 	struct uloop *u = uloop_new();
 	assert_non_null(u);
-	assert_int_equal(uloop_next_ms(u), -1);
+	assert_int_equal(uloop_next_ms(u, clock_ns()), -1);
 	struct rec log = { 0 };
 	struct rec r[3] = { { .tag = 0, .log = &log }, { .tag = 1, .log = &log }, { .tag = 2, .log = &log } };
 	struct ub_event *e[3];
@@ -62,22 +63,22 @@ static void test_timers_in_order(void **state)
 		struct timeval tv = { 0, ms[i] * 1000 };
 		assert_int_equal(uloop_event_add(e[i], &tv), 0);
 	}
-	int next = uloop_next_ms(u);
+	int next = uloop_next_ms(u, clock_ns());
 	assert_true(next > 0 && next <= 10);
-	uloop_timers(u);
+	uloop_timers(u, clock_ns());
 	assert_int_equal(log.norder, 0); /* nothing due yet */
 	sleep_ms(40);
-	assert_int_equal(uloop_next_ms(u), 0);
-	uloop_timers(u);
+	assert_int_equal(uloop_next_ms(u, clock_ns()), 0);
+	uloop_timers(u, clock_ns());
 	assert_int_equal(log.norder, 3);
 	assert_int_equal(log.order[0], 1);
 	assert_int_equal(log.order[1], 2);
 	assert_int_equal(log.order[2], 0);
 	assert_int_equal(r[0].last, UB_EV_TIMEOUT);
 	/* not persistent: each fired once and is gone */
-	assert_int_equal(uloop_next_ms(u), -1);
+	assert_int_equal(uloop_next_ms(u, clock_ns()), -1);
 	sleep_ms(15);
-	uloop_timers(u);
+	uloop_timers(u, clock_ns());
 	assert_int_equal(log.norder, 3);
 	for (int i = 0; i < 3; i++)
 		uloop_event_free(e[i]);
@@ -94,12 +95,12 @@ static void test_persistent_timer_rearms(void **state)
 	assert_int_equal(uloop_event_add(e, &tv), 0);
 	for (int i = 0; i < 3; i++) {
 		sleep_ms(8);
-		uloop_timers(u);
+		uloop_timers(u, clock_ns());
 	}
 	assert_int_equal(r.calls, 3);
-	assert_true(uloop_next_ms(u) >= 0); /* still armed */
+	assert_true(uloop_next_ms(u, clock_ns()) >= 0); /* still armed */
 	uloop_event_del(e);
-	assert_int_equal(uloop_next_ms(u), -1);
+	assert_int_equal(uloop_next_ms(u, clock_ns()), -1);
 	uloop_event_free(e);
 	uloop_free(u);
 }
@@ -151,7 +152,7 @@ static void test_persistent_fd_with_timeout(void **state)
 	assert_int_equal(r.last, UB_EV_READ);
 	char b;
 	assert_int_equal(read(sv[0], &b, 1), 1);
-	assert_true(uloop_next_ms(u) > 5);
+	assert_true(uloop_next_ms(u, clock_ns()) > 5);
 	uloop_event_free(e);
 	close(sv[0]);
 	close(sv[1]);
