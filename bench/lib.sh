@@ -32,6 +32,16 @@ cpu_ns() {
   fi
 }
 
+# user_ns PID: user-space CPU time of PID (all threads), in ns, from
+# /proc/PID/stat's utime (clock ticks: 10 ms steps, read over seconds).
+user_ns() {
+  local st
+  st=$(cat /proc/"$1"/stat) || { echo 0; return; }
+  st=${st##*) }
+  set -- $st
+  echo $(( ${12} * 1000000000 / CLK_TCK ))
+}
+
 # dp_field OUT NAME: one number (or text) from dnsperf's statistics.
 dp_field() {
   case $2 in

@@ -295,9 +295,9 @@ run_one() {
     uniq) n_lines=$(( SAT_MAXQPS * SAT_SECS / 2 )); gen_unique "$file" "$n_lines" "$tag"
           args+=(-q "$OUTSTANDING" -l "$SAT_SECS") ;;
   esac
-  c0=$(cpu_ns "$pid"); w0=$(wait_ns "$pid"); t0=$(date +%s%N)
+  c0=$(cpu_ns "$pid"); w0=$(wait_ns "$pid"); u0=$(user_ns "$pid"); t0=$(date +%s%N)
   client dnsperf "${args[@]}" $DNSPERF_OPTS > "$QDIR/out.txt" 2>&1
-  t1=$(date +%s%N); c1=$(cpu_ns "$pid"); w1=$(wait_ns "$pid")
+  t1=$(date +%s%N); c1=$(cpu_ns "$pid"); w1=$(wait_ns "$pid"); u1=$(user_ns "$pid")
   out=$(grep -v '^> ' "$QDIR/out.txt")
   local sent n lost qps sf us_q busy
   sent=$(dp_field "$out" sent); n=$(dp_field "$out" completed); lost=$(dp_field "$out" lost)
@@ -321,6 +321,7 @@ run_one() {
   case $kind in
     fix)
       V[$k|cpu$rate|$r]=$us_q
+      V[$k|ucpu$rate|$r]=$(awk -v c=$((u1 - u0)) -v n="$n" 'BEGIN {printf "%.3f", c / n / 1000}')
       V[$k|wait$rate|$r]=$waitp
       V[$k|qps$rate|$r]=$qps
       # per-query lines: "> RCODE NAME TYPE LATENCY"; unique names are the misses
@@ -549,6 +550,7 @@ for T in "${TSETS[@]}"; do
 EOF
   for rate in "${RATES[@]}"; do
     printf '| server CPU µs/query, mix at %s qps | %s | %s | %s |\n' "$rate" "$(cell "$T" ub "cpu$rate" %.2f)" "$(cell "$T" pd "cpu$rate" %.2f)" "$(rcell "$T" "cpu$rate")"
+    printf '| ... of it in user space (utime, 10 ms ticks) | %s | %s | %s |\n' "$(cell "$T" ub "ucpu$rate" %.2f)" "$(cell "$T" pd "ucpu$rate" %.2f)" "$(rcell "$T" "ucpu$rate")"
     printf '| miss latency p50 ms, mix at %s qps | %s | %s | %s |\n' "$rate" "$(cell "$T" ub "p50_$rate" %.3f)" "$(cell "$T" pd "p50_$rate" %.3f)" "$(rcell "$T" "p50_$rate")"
     printf '| miss latency p99 ms, mix at %s qps | %s | %s | %s |\n' "$rate" "$(cell "$T" ub "p99_$rate" %.3f)" "$(cell "$T" pd "p99_$rate" %.3f)" "$(rcell "$T" "p99_$rate")"
     printf '| hit latency p50 ms, mix at %s qps | %s | %s | %s |\n' "$rate" "$(cell "$T" ub "hit50_$rate" %.3f)" "$(cell "$T" pd "hit50_$rate" %.3f)" "$(rcell "$T" "hit50_$rate")"
