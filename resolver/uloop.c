@@ -96,18 +96,33 @@ static int heap_push(struct uloop *u, struct uev *e)
 	return 0;
 }
 
+/* A flood of misses leaves a timer per query in flight; give the room back once it is over. */
+static void heap_shrink(struct uloop *u)
+{
+	if (u->heap_cap <= 1024 || u->nheap > u->heap_cap / 4)
+		return;
+	struct uev **h = realloc(u->heap, u->heap_cap / 2 * sizeof(*h));
+	if (h == NULL)
+		return;
+	u->heap = h;
+	u->heap_cap /= 2;
+}
+
 static void heap_remove(struct uloop *u, struct uev *e)
 {
 	size_t i = e->hidx;
 	e->hidx = ULOOP_NO_TIMER;
 	struct uev *last = u->heap[--u->nheap];
-	if (i == u->nheap)
+	if (i == u->nheap) {
+		heap_shrink(u);
 		return;
+	}
 	heap_set(u, i, last);
 	if (i > 0 && u->heap[(i - 1) / 2]->due_ns > last->due_ns)
 		heap_up(u, i);
 	else
 		heap_down(u, i);
+	heap_shrink(u);
 }
 
 /* ---- events ---- */
