@@ -255,12 +255,18 @@ static struct ub_ctx *make(const struct conf *c, struct ub_event_base *base, con
 	 * share both: names are spread over them by hash, and so are a flood's
 	 * random names under one zone.
 	 */
-	char qps[16], range[16];
+	char qps[16], range[16], maxttl[16], minttl[16], negttl[16];
 	unsigned n = share->of ? share->of : 1;
 	unsigned zq = c->resolver.zone_qps ? (c->resolver.zone_qps + n - 1) / n : 0;
 	unsigned out = UBCTX_OUTGOING_RANGE / n > UBCTX_OUTGOING_MIN ? UBCTX_OUTGOING_RANGE / n : UBCTX_OUTGOING_MIN;
 	snprintf(qps, sizeof(qps), "%u", zq);
 	snprintf(range, sizeof(range), "%u", out);
+	/* The cache's TTL policy for libunbound's own caches too: else an entry
+	 * of ours capped by cache.max_ttl is refilled from libunbound's copy,
+	 * which keeps the record's full TTL, and the authority is not asked. */
+	snprintf(maxttl, sizeof(maxttl), "%u", c->cache.max_ttl);
+	snprintf(minttl, sizeof(minttl), "%u", c->cache.min_ttl);
+	snprintf(negttl, sizeof(negttl), "%u", c->cache.max_negative_ttl);
 	/*
 	 * Without a trust anchor there is nothing to validate: the iterator
 	 * alone (libunbound's default is "validator iterator"), a few thousand
@@ -270,6 +276,9 @@ static struct ub_ctx *make(const struct conf *c, struct ub_event_base *base, con
 	bool anchors = ubctx_validates(c);
 	const char *defaults[][2] = { { "outgoing-range:", range },
 	                              { "ratelimit:", qps },
+	                              { "cache-max-ttl:", maxttl },
+	                              { "cache-min-ttl:", minttl },
+	                              { "cache-max-negative-ttl:", negttl },
 	                              { "module-config:", anchors ? NULL : "iterator" } };
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
 		if (defaults[i][1] == NULL)

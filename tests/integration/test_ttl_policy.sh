@@ -46,4 +46,17 @@ assert_eq "30 names over 3 normal-pool contexts: all answered" "0" "$fails"
 assert_eq "www again, from the cache" "203.0.113.10" "$(dig_a 127.0.3.10 www.customer.example)"
 
 partdns_stop
+
+# cache.max_ttl reaches libunbound's own cache: once our entry is gone, the
+# authority is asked again (libunbound's copy would keep the record's 300 s)
+pd_write_conf "$IT_TMP/maxttl.yaml"
+printf 'cache:\n  max_ttl: 2\n  prefetch: false\n' >> "$PD_CONF"
+partdns_start "$PD_CONF"
+assert_eq "max_ttl 2: www resolves" "203.0.113.10" "$(dig_a 127.0.1.10 www.customer.example)"
+c0=$(knot_query_count customer)
+sleep 3
+assert_eq "... and again after 3 s" "203.0.113.10" "$(dig_a 127.0.1.10 www.customer.example)"
+c1=$(knot_query_count customer)
+assert_lt "... asked from the customer's server again, not from libunbound's cache ($c0 -> $c1)" "$c1" "$c0"
+partdns_stop
 it_done
