@@ -440,6 +440,7 @@ static void stub_refresh(struct nthread *t)
 		nc->sig = sig;
 		nc->ctx = ubctx_new(c, uloop_ub_base(t->loop),
 		                    &(struct ubctx_share){ .idx = t->idx + 1, .of = t->pool->nthreads,
+		                                           .whole_rate = t->pool->colocated,
 		                                           .outgoing = c->resolver.outgoing,
 		                                           .noutgoing = c->resolver.noutgoing, .stubs = ns.v,
 		                                           .nstubs = ns.n });
@@ -512,7 +513,8 @@ static int thread_init(struct resolve_normal *p, struct nthread *t, const struct
 	if (t->loop == NULL)
 		return -1;
 	t->ctx = ubctx_new(c, uloop_ub_base(t->loop),
-	                   &(struct ubctx_share){ .idx = t->idx, .of = p->nthreads, .outgoing = c->resolver.outgoing,
+	                   &(struct ubctx_share){ .idx = t->idx, .of = p->nthreads, .whole_rate = p->colocated,
+	                                          .outgoing = c->resolver.outgoing,
 	                                          .noutgoing = c->resolver.noutgoing });
 	if (t->ctx == NULL)
 		return -1;

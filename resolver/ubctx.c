@@ -253,11 +253,14 @@ static struct ub_ctx *make(const struct conf *c, struct ub_event_base *base, con
 	 * waited seconds for one (bench/RESULTS.md "Dead authorities").
 	 * ratelimit bounds what one zone may take at all. A pool's contexts
 	 * share both: names are spread over them by hash, and so are a flood's
-	 * random names under one zone.
+	 * random names under one zone. Contexts reached by listener instead
+	 * (whole_rate) each take the whole rate.
 	 */
 	char qps[16], range[16], maxttl[16], minttl[16], negttl[16];
 	unsigned n = share->of ? share->of : 1;
 	unsigned zq = c->resolver.zone_qps ? (c->resolver.zone_qps + n - 1) / n : 0;
+	if (share->whole_rate)
+		zq = c->resolver.zone_qps;
 	unsigned out = UBCTX_OUTGOING_RANGE / n > UBCTX_OUTGOING_MIN ? UBCTX_OUTGOING_RANGE / n : UBCTX_OUTGOING_MIN;
 	snprintf(qps, sizeof(qps), "%u", zq);
 	snprintf(range, sizeof(range), "%u", out);

@@ -25,6 +25,10 @@ struct ubctx_share {
 	unsigned of;  /* contexts in the pool: each gets 1/of of
 	               * UBCTX_OUTGOING_RANGE (at least UBCTX_OUTGOING_MIN) and
 	               * of resolver.zone_qps (libunbound's ratelimit) */
+	bool whole_rate; /* each context takes the whole of resolver.zone_qps:
+	                  * names do not reach it by hash but by the listener
+	                  * that read them, so one busy client's zone may meet
+	                  * a single context (colocated normal pool) */
 	/* The pool's source addresses (resolver.outgoing or edns.outgoing),
 	 * each an outgoing-interface; a family without one is turned off
 	 * (do-ip4/do-ip6: no). None: libunbound's wildcard, both families. */

@@ -7,6 +7,7 @@ target_link_libraries(partdns_test_fixtures PUBLIC partdns_resolver PkgConfig::L
 partdns_unit_test(test_domains ${CMAKE_CURRENT_LIST_DIR}/test_domains.c partdns_test_fixtures)
 partdns_unit_test(test_mq ${CMAKE_CURRENT_LIST_DIR}/test_mq.c partdns_resolver)
 partdns_unit_test(test_uloop ${CMAKE_CURRENT_LIST_DIR}/test_uloop.c partdns_resolver)
+partdns_unit_test(test_ubctx ${CMAKE_CURRENT_LIST_DIR}/test_ubctx.c partdns_resolver)
 # ldns is used in the tests only, as an independent builder and reader of messages.
 partdns_unit_test(test_route ${CMAKE_CURRENT_LIST_DIR}/test_route.c partdns_test_fixtures PkgConfig::LDNS)
 partdns_unit_test(test_classify ${CMAKE_CURRENT_LIST_DIR}/test_classify.c partdns_resolver)
