@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Listener threads: one epoll loop over UDP, TCP, the reply queue and the stop event. */
+/* Listener threads: one epoll loop over UDP, TCP, the reply queue, the stop event and (colocated) the normal pool. */
 #include "resolver/worker.h"
 
 #include <errno.h>
