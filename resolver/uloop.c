@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "resolver/clock.h"
+#include "util/vec.h"
 
 #define ULOOP_NO_TIMER SIZE_MAX
 #define ULOOP_BATCH 64
@@ -81,16 +82,19 @@ static void heap_down(struct uloop *u, size_t i)
 	heap_set(u, i, e);
 }
 
+/* The element at i changed its due time: move it up or down to its place. */
+static void heap_fix(struct uloop *u, size_t i)
+{
+	if (i > 0 && u->heap[(i - 1) / 2]->due_ns > u->heap[i]->due_ns)
+		heap_up(u, i);
+	else
+		heap_down(u, i);
+}
+
 static int heap_push(struct uloop *u, struct uev *e)
 {
-	if (u->nheap == u->heap_cap) {
-		size_t cap = u->heap_cap ? 2 * u->heap_cap : 64;
-		struct uev **h = realloc(u->heap, cap * sizeof(*h));
-		if (h == NULL)
-			return -1;
-		u->heap = h;
-		u->heap_cap = cap;
-	}
+	if (vec_grow(&u->heap, &u->heap_cap, u->nheap + 1, sizeof(*u->heap), SIZE_MAX) != 0)
+		return -1;
 	heap_set(u, u->nheap++, e);
 	heap_up(u, e->hidx);
 	return 0;
@@ -113,15 +117,10 @@ static void heap_remove(struct uloop *u, struct uev *e)
 	size_t i = e->hidx;
 	e->hidx = ULOOP_NO_TIMER;
 	struct uev *last = u->heap[--u->nheap];
-	if (i == u->nheap) {
-		heap_shrink(u);
-		return;
+	if (i != u->nheap) {
+		heap_set(u, i, last);
+		heap_fix(u, i);
 	}
-	heap_set(u, i, last);
-	if (i > 0 && u->heap[(i - 1) / 2]->due_ns > last->due_ns)
-		heap_up(u, i);
-	else
-		heap_down(u, i);
 	heap_shrink(u);
 }
 
@@ -148,17 +147,10 @@ static void ev_del(struct uev *e)
 
 static int fds_grow(struct uloop *u, int fd)
 {
-	if ((size_t)fd < u->nfds)
-		return 0;
-	size_t n = u->nfds ? u->nfds : 256;
-	while (n <= (size_t)fd)
-		n *= 2;
-	struct uev **v = realloc(u->fds, n * sizeof(*v));
-	if (v == NULL)
+	size_t old = u->nfds;
+	if (vec_grow(&u->fds, &u->nfds, (size_t)fd + 1, sizeof(*u->fds), SIZE_MAX) != 0)
 		return -1;
-	memset(v + u->nfds, 0, (n - u->nfds) * sizeof(*v));
-	u->fds = v;
-	u->nfds = n;
+	memset(u->fds + old, 0, (u->nfds - old) * sizeof(*u->fds)); /* no owners yet */
 	return 0;
 }
 
@@ -239,17 +231,15 @@ void uloop_event_free(struct ub_event *ev)
 }
 
 /* Run one event: a non-persistent one stops being pending first (the
- * callback may add it again); a persistent one's timeout starts over. */
+ * callback may add it again); a persistent one's timeout starts over, in
+ * place in the heap. */
 static void fire(struct uloop *u, struct uev *e, short what, uint64_t now)
 {
 	if (!(e->bits & UB_EV_PERSIST)) {
 		ev_del(e);
-	} else if (e->interval_ns != 0) {
-		if (e->hidx != ULOOP_NO_TIMER)
-			heap_remove(u, e);
+	} else if (e->hidx != ULOOP_NO_TIMER) {
 		e->due_ns = now + e->interval_ns;
-		if (heap_push(u, e) != 0)
-			e->interval_ns = 0; /* no memory: it stays without a timeout */
+		heap_fix(u, e->hidx);
 	}
 	e->cb(e->fd, what, e->arg);
 }
