@@ -74,6 +74,7 @@
 #               it for its CPU share (see the run-queue wait row of the report)]
 #   BENCH_PIN [1]  BENCH_DNSPERF_OPTS [""]  BENCH_LABEL ["": text for the report's build line]
 #   BENCH_RAW [unset: a file to append the per-run lines to]
+#   BENCH_STRACE [1: syscalls per hit and per miss under strace -c, setting 1]
 #   BENCH_CALLGRIND [1]  BENCH_CG_MISSES [2000]  BENCH_CG_MISS_RATE [200]  BENCH_CG_IDLE_SECS [5]
 # A smoke run: BENCH_ROUNDS=1 BENCH_RATE_SECS=2 BENCH_SAT_SECS=2 BENCH_CG_MISSES=500 bench/mix.sh
 
@@ -481,6 +482,70 @@ EOF2
   partdns_stop 20
   ub_stop 20
 fi
+
+# ---------------------------------------------------------------- syscalls
+
+# Where the kernel half of a query's CPU goes: at fixed rates each query is a
+# wake-up, and both servers spend more time in the kernel than in user space.
+ST_DONE=0
+declare -A ST=()
+if [ "${BENCH_STRACE:-1}" = 1 ] && command -v strace >/dev/null 2>&1; then
+  [ -f "$IT_TMP/partdns-1.yaml" ] || pd_conf 1 "$IT_TMP/partdns-1.yaml"
+  [ -f "$UB_DIR/unbound-1.conf" ] || ub_conf 1 "$UB_DIR/unbound-1.conf"
+  ST_NAMES=$(( NAMES < 200 ? NAMES : 200 ))
+  head -n "$ST_NAMES" "$QDIR/hot.txt" > "$QDIR/st-hot.txt"
+  bmsg "strace: syscalls per query (setting 1); $ST_NAMES names × 10 passes of hits at 2000 qps, $CG_MISSES misses at $CG_MISS_RATE qps"
+  partdns_start "$IT_TMP/partdns-1.yaml"
+  ub_start "$UB_DIR/unbound-1.conf"
+  if [ "$PIN" = 1 ]; then
+    PINNED=1
+    pin_to "$CLIENT_CPU" $(knot_pids)
+    pin_to "$SERVER_CPU" "$PD_PID" "$UB_PID"
+  fi
+  pass "$PD_ADDR" "$QDIR/st-hot.txt"; pass "$UB_ADDR" "$QDIR/st-hot.txt"
+  pass "$PD_ADDR" "$QDIR/st-hot.txt"; pass "$UB_ADDR" "$QDIR/st-hot.txt"
+  # st_run CASE PHASE: the phase under strace -c; prints the answers and leaves the table in st-CASE-PHASE.txt.
+  st_run() {
+    local cs=$1 phase=$2 srv pid out n sp i
+    case $cs in ub) srv=$UB_ADDR; pid=$UB_PID ;; pd) srv=$PD_ADDR; pid=$PD_PID ;; esac
+    local args=(-s "$srv" -p "$PD_PORT" -a 127.0.2.10 -c 1 -T 1 -t 5)
+    case $phase in
+      hit)  args+=(-d "$QDIR/st-hot.txt" -n 10 -q 20 -Q 2000) ;;
+      miss) gen_unique "$QDIR/st-miss-$cs.txt" "$CG_MISSES" "st-$cs"
+            args+=(-d "$QDIR/st-miss-$cs.txt" -n 1 -q 50 -Q "$CG_MISS_RATE") ;;
+    esac
+    strace -f -c -q -o "$QDIR/st-$cs-$phase.txt" -p "$pid" 2>/dev/null &
+    sp=$!
+    sleep 1   # attached to every thread
+    out=$(client dnsperf "${args[@]}" $DNSPERF_OPTS 2>&1)
+    n=$(dp_field "$out" completed)
+    kill -INT "$sp" 2>/dev/null
+    for ((i = 0; i < 50; i++)); do kill -0 "$sp" 2>/dev/null || break; sleep 0.1; done
+    [ "$(dp_field "$out" codes)" = "NOERROR $n (100.00%)" ] ||
+      bdie "strace $cs $phase: not all NOERROR: $n answered, $(dp_field "$out" codes)"
+    echo "$n"
+  }
+  # st_calls FILE N: "total|name count, ..." per query, the busiest syscalls first.
+  st_calls() {
+    awk -v n="$2" 'NF >= 5 && $NF ~ /^[a-z_0-9]+$/ && $NF != "total" && $4 ~ /^[0-9]+$/ {
+        s += $4; printf "%s %.2f\n", $NF, $4 / n }
+      END { printf "total %.2f\n", s / n }' "$1" | sort -k2,2gr |
+      awk '{ if ($1 == "total") t = $2; else if ($2 >= 0.01) l = l sprintf("%s%s %s", l == "" ? "" : ", ", $1, $2) }
+           END { printf "%s|%s\n", t, l }'
+  }
+  for cs in "${CASES[@]}"; do
+    for phase in hit miss; do
+      n=$(st_run "$cs" "$phase")
+      r=$(st_calls "$QDIR/st-$cs-$phase.txt" "$n")
+      ST[$cs|$phase|total]=${r%%|*}
+      ST[$cs|$phase|list]=${r#*|}
+      bmsg "strace $cs $phase: ${ST[$cs|$phase|total]} syscalls per query: ${ST[$cs|$phase|list]}"
+    done
+  done
+  ST_DONE=1
+  partdns_stop 20
+  ub_stop 20
+fi
 T_TOTAL=$(( $(date +%s) - T_START ))
 
 # ---------------------------------------------------------------- report
@@ -588,6 +653,18 @@ if [ "$CG_DONE" = 1 ]; then
 | Unbound | ${CG[ub|idlerate]} | ${CG[ub|per_hitlow]} | ${CG[ub|per_hitsat]} | ${CG[ub|per_miss]} | (Unbound cachemiss +${CG[ub|missctr]}) |
 | partdns | ${CG[pd|idlerate]} | ${CG[pd|per_hitlow]} | ${CG[pd|per_hitsat]} | ${CG[pd|per_miss]} | +${CG[pd|missctr]} |
 | partdns / Unbound | | $(ratio "${CG[pd|per_hitlow]}" "${CG[ub|per_hitlow]}") | $(ratio "${CG[pd|per_hitsat]}" "${CG[ub|per_hitsat]}") | $(ratio "${CG[pd|per_miss]}" "${CG[ub|per_miss]}") | |
+EOF
+fi
+
+if [ "$ST_DONE" = 1 ]; then
+  cat <<EOF
+
+**Syscalls per query** (strace -f -c on the whole process, 1-thread setting; hits: $ST_NAMES names × 10 passes at 2000 qps; misses: $CG_MISSES unique names at $CG_MISS_RATE qps; a miss's row counts everything its query and its upstream answer cost):
+
+| case | per hit | per miss | a miss's syscalls, busiest first |
+|---|---|---|---|
+| Unbound | ${ST[ub|hit|total]} | ${ST[ub|miss|total]} | ${ST[ub|miss|list]} |
+| partdns | ${ST[pd|hit|total]} | ${ST[pd|miss|total]} | ${ST[pd|miss|list]} |
 EOF
 fi
 
