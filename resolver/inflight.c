@@ -500,13 +500,15 @@ static void cache_answer(struct job *job, const struct result *r, uint32_t ttl)
 	free(val);
 }
 
-void inflight_done(struct job *job, const uint8_t *resp, size_t len)
+void inflight_done(struct job *job, const uint8_t *resp, size_t len, bool from_libunbound)
 {
 	uint8_t *blob = NULL;
 	size_t blob_len = 0;
 	uint32_t ttl = 0;
 	struct wire_chain chain; /* from the same parse: no second pass for CNAMEs */
-	if (wire_answer_prepare_chain(resp, len, &job->lim, &blob, &blob_len, &ttl, &chain) != 0) {
+	int rc = from_libunbound ? wire_answer_adopt_chain(resp, len, &job->lim, &blob, &blob_len, &ttl, &chain)
+	                         : wire_answer_prepare_chain(resp, len, &job->lim, &blob, &blob_len, &ttl, &chain);
+	if (rc != 0) {
 		static const struct wire_ede bad = { WIRE_EDE_INVALID_DATA, "malformed upstream answer" };
 		inflight_fail(job, WIRE_RCODE_SERVFAIL, &bad, true);
 		return;

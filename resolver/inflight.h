@@ -66,11 +66,16 @@ int inflight_join(struct inflight *t, const uint8_t *key, size_t klen, struct sn
 
 /**
  * A pool ends a job with an upstream answer (resp is not kept): it is
- * reduced to a cache blob (wire_answer_prepare), checked for a CNAME chain
- * into an EDNS domain (normal jobs, against the job's snapshot), inserted
- * into the cache, and every waiter is queued to its reply_q. The job is freed.
+ * reduced to a cache blob, checked for a CNAME chain into an EDNS domain
+ * (normal jobs, against the job's snapshot), inserted into the cache, and
+ * every waiter is queued to its reply_q. The job is freed.
+ *
+ * @param from_libunbound  resp is libunbound's encoding of its answer, whose
+ *                         layout the blob keeps (wire_answer_adopt_chain);
+ *                         else upstream's bytes, re-encoded
+ *                         (wire_answer_prepare_chain)
  */
-void inflight_done(struct job *job, const uint8_t *resp, size_t len);
+void inflight_done(struct job *job, const uint8_t *resp, size_t len, bool from_libunbound);
 
 /**
  * A pool ends a job without an answer: every waiter gets rcode, with ede

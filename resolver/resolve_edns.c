@@ -529,7 +529,7 @@ static void eres_done(struct eres *r, const uint8_t *resp, size_t len)
 	if (r->acc == NULL) {
 		/* resp may live in the thread's buffer: finish the job before reuse */
 		eres_free(r);
-		inflight_done(job, resp, len);
+		inflight_done(job, resp, len, false);
 		return;
 	}
 	if (acc_append(r, resp, len) != 0)
@@ -538,7 +538,7 @@ static void eres_done(struct eres *r, const uint8_t *resp, size_t len)
 	size_t msg_len = r->acc_len;
 	r->acc = NULL; /* taken: eres_free must not free it */
 	eres_free(r);
-	inflight_done(job, msg, msg_len);
+	inflight_done(job, msg, msg_len, false);
 	free(msg);
 }
 

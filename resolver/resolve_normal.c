@@ -305,7 +305,7 @@ static void resolved(void *arg, int rcode, void *packet, int len, int sec, char 
 			t->answer[3] |= 0x20; /* AD: libunbound says validated */
 		else
 			t->answer[3] &= (uint8_t)~0x20;
-		inflight_done(job, t->answer, (size_t)len);
+		inflight_done(job, t->answer, (size_t)len, true);
 	}
 }
 

@@ -713,12 +713,43 @@ static const char *rdata_format(uint16_t type)
 	}
 }
 
-/* Re-encode rr's RDATA (RDLENGTH included) from pkt; it must be consumed exactly. */
-static int enc_rdata(struct enc *e, const uint8_t *pkt, const struct rr *rr)
+/* prepare_one's answer when adopting: the layout does not allow it (re-encode instead) */
+#define PREPARE_NO_ADOPT 1
+
+/*
+ * For a message whose layout is kept: the name at pos, already read by
+ * name_read, has its in-place labels marked as pointer targets, and its
+ * pointer, if any, must go to a marked label. Any other target (a TTL, a
+ * count, opaque RDATA) could change meaning when those bytes are patched.
+ */
+static bool mark_name(const uint8_t *pkt, size_t pos, uint8_t *marks)
+{
+	for (;;) {
+		uint8_t c = pkt[pos];
+		if (c == 0)
+			return true;
+		if ((c & 0xc0) == 0xc0) {
+			size_t t = (size_t)(c & 0x3f) << 8 | pkt[pos + 1];
+			return (marks[t >> 3] >> (t & 7)) & 1;
+		}
+		marks[pos >> 3] |= (uint8_t)(1u << (pos & 7));
+		pos += (size_t)1 + c;
+	}
+}
+
+/*
+ * Re-encode rr's RDATA (RDLENGTH included) from pkt; it must be consumed
+ * exactly. With e NULL only the checks: the names read and marked
+ * (mark_name; PREPARE_NO_ADOPT when one points elsewhere), the fixed parts
+ * there, nothing left over.
+ */
+static int enc_rdata(struct enc *e, uint8_t *marks, const uint8_t *pkt, const struct rr *rr)
 {
 	const char *fmt = rdata_format(rr->type);
-	size_t lenpos = e->len;
-	int rc = enc_u16(e, 0);
+	if (e == NULL && fmt == NULL)
+		return 0;
+	size_t lenpos = e ? e->len : 0;
+	int rc = e ? enc_u16(e, 0) : 0;
 	if (rc != 0)
 		return rc;
 	if (fmt == NULL) {
@@ -735,11 +766,14 @@ static int enc_rdata(struct enc *e, const uint8_t *pkt, const struct rr *rr)
 		case 'N':
 		case 'n': {
 			uint8_t name[WIRE_MAX_NAME];
-			size_t nlen;
+			size_t nlen, at = p;
 			/* Bounded by end: in-place labels stay inside RDATA, pointers go back anyway. */
 			if (name_read(pkt, end, &p, name, &nlen) != 0)
 				return WIRE_E_FORMERR;
-			rc = enc_name(e, name, nlen, *fmt == 'N');
+			if (e != NULL)
+				rc = enc_name(e, name, nlen, *fmt == 'N');
+			else if (!mark_name(pkt, at, marks))
+				rc = PREPARE_NO_ADOPT;
 			continue;
 		}
 		case 's':
@@ -756,13 +790,15 @@ static int enc_rdata(struct enc *e, const uint8_t *pkt, const struct rr *rr)
 		}
 		if (end - p < fixed)
 			return WIRE_E_FORMERR;
-		rc = enc_put(e, pkt + p, fixed);
+		rc = e ? enc_put(e, pkt + p, fixed) : 0;
 		p += fixed;
 	}
 	if (rc != 0)
 		return rc;
 	if (p != end)
 		return WIRE_E_FORMERR;
+	if (e == NULL)
+		return 0;
 	size_t rdlen = e->len - lenpos - 2;
 	if (rdlen > 0xffff)
 		return WIRE_E_FORMERR;
@@ -784,7 +820,7 @@ static int enc_rr(struct enc *e, const uint8_t *pkt, const struct rr *rr, const 
 	if (ttl_pos != NULL)
 		*ttl_pos = e->len;
 	rc = enc_u32(e, ttl);
-	return rc != 0 ? rc : enc_rdata(e, pkt, rr);
+	return rc != 0 ? rc : enc_rdata(e, NULL, pkt, rr);
 }
 
 /* Read the question at WIRE_HEADER_SIZE; *pos ends past QTYPE/QCLASS. */
@@ -897,9 +933,16 @@ static bool is_dnssec_type(uint16_t type)
 /*
  * One blob of resp; with strip, without the DNSSEC records a client without
  * DO must not get. *has_dnssec says whether there were any.
+ *
+ * With adopt, resp's own layout is kept instead of re-encoding it: every
+ * name and RDATA is read and checked as when re-encoding, the TTLs are
+ * clamped in place, and only an OPT record at the very end is cut off. Not
+ * for strip; an OPT record anywhere else, or a compression pointer to
+ * anything but a label of an earlier name (mark_name), gives
+ * PREPARE_NO_ADOPT.
  */
-static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits *lim, bool strip, uint8_t **blob,
-		       size_t *blob_len, uint32_t *ttl, bool *has_dnssec, struct wire_chain *chain)
+static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits *lim, bool strip, bool adopt,
+		       uint8_t **blob, size_t *blob_len, uint32_t *ttl, bool *has_dnssec, struct wire_chain *chain)
 {
 	*blob = NULL;
 	*blob_len = 0;
@@ -908,33 +951,39 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 		return WIRE_E_FORMERR;
 	uint16_t flags = rd16(resp + 2);
 	unsigned count[3] = {rd16(resp + 6), rd16(resp + 8), rd16(resp + 10)};
+	if (adopt && (strip || len > WIRE_MAX_MSG))
+		return PREPARE_NO_ADOPT;
 
-	struct enc *e = enc_new();
+	struct enc *e = adopt ? NULL : enc_new();
 	/* Every input RR takes at least 11 bytes: that bounds the TTL list
 	 * (on the stack for the usual answer, up to ~6 KB). */
 	uint16_t offs_stack[512];
 	size_t noffs = len / (1 + RR_FIXED) + 1;
 	uint16_t *offs = noffs <= 512 ? offs_stack : malloc(sizeof(*offs) * noffs);
-	int rc = (e == NULL || offs == NULL) ? -ENOMEM : 0;
+	int rc = ((!adopt && e == NULL) || offs == NULL) ? -ENOMEM : 0;
 	if (rc != 0)
 		goto out;
+	uint8_t marks[(WIRE_MAX_MSG + 8) / 8]; /* adopt: label starts, one bit per byte of resp */
+	if (adopt)
+		memset(marks, 0, (len + 7) / 8);
 
-	uint8_t hdr[WIRE_HEADER_SIZE];
-	memcpy(hdr, resp, WIRE_HEADER_SIZE);
-	wr16(hdr, 0);
-	rc = enc_put(e, hdr, WIRE_HEADER_SIZE);
 	uint8_t qname[WIRE_MAX_NAME];
 	size_t qname_len, pos;
-	if (rc == 0)
-		rc = question_read(resp, len, &pos, qname, &qname_len);
-	if (rc == 0)
-		rc = enc_name(e, qname, qname_len, false);
-	if (rc == 0)
-		rc = enc_put(e, resp + pos - 4, 4);
+	rc = question_read(resp, len, &pos, qname, &qname_len);
+	if (rc == 0 && adopt)
+		mark_name(resp, WIRE_HEADER_SIZE, marks); /* no pointer: name_read allows none this early */
+	if (rc == 0 && !adopt) {
+		rc = enc_put(e, resp, WIRE_HEADER_SIZE);
+		if (rc == 0)
+			rc = enc_name(e, qname, qname_len, false);
+		if (rc == 0)
+			rc = enc_put(e, resp + pos - 4, 4);
+	}
 	if (rc != 0)
 		goto out;
 	uint16_t qtype = rd16(resp + pos - 4);
-	size_t an_pos = pos, qd_end = e->len, ns_end = 0;
+	/* the output so far: adopted, resp up to pos; else e's */
+	size_t an_pos = pos, qd_end = adopt ? pos : e->len, ns_end = 0, out_end = qd_end;
 
 	unsigned nttl = 0, nttl_pre = 0, nout[3] = {0, 0, 0};
 	*has_dnssec = false;
@@ -944,13 +993,20 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	size_t soa_ttl_pos = 0;
 	for (int s = 0; s < 3; s++) {
 		if (s == 2) {
-			ns_end = e->len;
+			ns_end = out_end;
 			nttl_pre = nttl;
 		}
 		for (unsigned i = 0; i < count[s]; i++) {
 			struct rr rr;
 			uint8_t owner[WIRE_MAX_NAME];
-			rc = rr_read(resp, len, &pos, &rr, owner);
+			size_t at = pos;
+			rc = rr_read(resp, len, &pos, &rr, adopt ? NULL : owner); /* adopted: no copy needed */
+			if (rc != 0)
+				goto out;
+			if (adopt && !mark_name(resp, at, marks))
+				rc = PREPARE_NO_ADOPT;
+			if (adopt && seen_opt)
+				rc = PREPARE_NO_ADOPT; /* a record after OPT: cutting OPT out would move it */
 			if (rc != 0)
 				goto out;
 			if (rr.type == WIRE_TYPE_OPT) {
@@ -971,7 +1027,14 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 			}
 			uint32_t t = ttl_clamp(rr.ttl, lim);
 			size_t tpos;
-			rc = enc_rr(e, resp, &rr, owner, t, &tpos);
+			if (adopt) {
+				rc = enc_rdata(NULL, marks, resp, &rr);
+				tpos = rr.rdata - 6; /* TTL, RDLENGTH, RDATA */
+				out_end = rr.end;
+			} else {
+				rc = enc_rr(e, resp, &rr, owner, t, &tpos);
+				out_end = e->len;
+			}
 			if (rc != 0)
 				goto out;
 			offs[nttl++] = (uint16_t)tpos;
@@ -988,12 +1051,9 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 			nout[s]++;
 		}
 	}
-	wr16(e->buf + 6, (uint16_t)nout[0]);
-	wr16(e->buf + 8, (uint16_t)nout[1]);
-	wr16(e->buf + 10, (uint16_t)nout[2]);
-
 	int rcode = (flags & WIRE_FLAG_RCODE) | ext_rcode << 4;
-	uint32_t life = 0;
+	uint32_t life = 0, soa_set = 0;
+	bool soa_write = false;
 	if (!(flags & WIRE_FLAG_TC) && (rcode == WIRE_RCODE_NOERROR || rcode == WIRE_RCODE_NXDOMAIN)) {
 		struct chain c;
 		c.out = chain;
@@ -1008,14 +1068,17 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 				neg = min32(neg, lim->max_negative_ttl);
 			if (lim->max_ttl != 0)
 				neg = min32(neg, lim->max_ttl);
-			wr32(e->buf + soa_ttl_pos, neg);
+			soa_set = neg;
+			soa_write = true;
 			life = min32(neg, min_an);
 		} else {
 			life = min32(lim->nosoa_ttl, min_an);
 		}
 	}
 
-	size_t total = BLOB_HDR + 2 * (size_t)nttl + e->len;
+	const uint8_t *msg = adopt ? resp : e->buf;
+	size_t msg_len = out_end;
+	size_t total = BLOB_HDR + 2 * (size_t)nttl + msg_len;
 	uint8_t *b = malloc(total);
 	if (b == NULL) {
 		rc = -ENOMEM;
@@ -1025,7 +1088,7 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	b[1] = (uint8_t)(((flags & WIRE_FLAG_AD) ? BLOB_F_AD : 0) | ((flags & WIRE_FLAG_TC) ? BLOB_F_TC : 0) |
 			 ((flags & WIRE_FLAG_AA) ? BLOB_F_AA : 0));
 	wr16(b + 2, (uint16_t)rcode);
-	wr16(b + 4, (uint16_t)e->len);
+	wr16(b + 4, (uint16_t)msg_len);
 	wr16(b + 6, (uint16_t)qd_end);
 	wr16(b + 8, (uint16_t)ns_end);
 	wr16(b + 10, (uint16_t)nttl);
@@ -1033,7 +1096,17 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	wr16(b + 14, 0);
 	for (unsigned i = 0; i < nttl; i++)
 		wr16(b + BLOB_HDR + 2 * i, offs[i]);
-	memcpy(b + BLOB_HDR + 2 * (size_t)nttl, e->buf, e->len);
+	uint8_t *m = b + BLOB_HDR + 2 * (size_t)nttl;
+	memcpy(m, msg, msg_len);
+	wr16(m, 0);
+	wr16(m + 6, (uint16_t)nout[0]);
+	wr16(m + 8, (uint16_t)nout[1]);
+	wr16(m + 10, (uint16_t)nout[2]);
+	if (adopt) /* re-encoding wrote them clamped */
+		for (unsigned i = 0; i < nttl; i++)
+			wr32(m + offs[i], ttl_clamp(rd32(m + offs[i]), lim));
+	if (soa_write) /* it counts down with the entry */
+		wr32(m + soa_ttl_pos, soa_set);
 	*blob = b;
 	*blob_len = total;
 	*ttl = life;
@@ -1050,8 +1123,8 @@ int wire_answer_prepare(const uint8_t *resp, size_t len, const struct wire_limit
 	return wire_answer_prepare_chain(resp, len, lim, blob, blob_len, ttl, NULL);
 }
 
-int wire_answer_prepare_chain(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
-			      size_t *blob_len, uint32_t *ttl, struct wire_chain *chain)
+static int prepare(const uint8_t *resp, size_t len, const struct wire_limits *lim, bool adopt, uint8_t **blob,
+		   size_t *blob_len, uint32_t *ttl, struct wire_chain *chain)
 {
 	static const struct wire_limits no_limits;
 	if (lim == NULL)
@@ -1059,7 +1132,12 @@ int wire_answer_prepare_chain(const uint8_t *resp, size_t len, const struct wire
 	if (chain)
 		chain->hops = 0;
 	bool has_dnssec;
-	int rc = prepare_one(resp, len, lim, false, blob, blob_len, ttl, &has_dnssec, chain);
+	int rc = prepare_one(resp, len, lim, false, adopt, blob, blob_len, ttl, &has_dnssec, chain);
+	if (rc == PREPARE_NO_ADOPT) {
+		if (chain)
+			chain->hops = 0;
+		rc = prepare_one(resp, len, lim, false, false, blob, blob_len, ttl, &has_dnssec, chain);
+	}
 	if (rc != 0 || !has_dnssec)
 		return rc;
 	/* Signed data: a second view without RRSIG/NSEC/NSEC3 follows the first,
@@ -1067,7 +1145,7 @@ int wire_answer_prepare_chain(const uint8_t *resp, size_t len, const struct wire
 	uint8_t *plain;
 	size_t plain_len;
 	uint32_t plain_ttl;
-	rc = prepare_one(resp, len, lim, true, &plain, &plain_len, &plain_ttl, &has_dnssec, NULL);
+	rc = prepare_one(resp, len, lim, true, false, &plain, &plain_len, &plain_ttl, &has_dnssec, NULL);
 	if (rc == 0) {
 		uint8_t *both = realloc(*blob, *blob_len + plain_len);
 		if (both == NULL) {
@@ -1088,6 +1166,18 @@ int wire_answer_prepare_chain(const uint8_t *resp, size_t len, const struct wire
 		*ttl = 0;
 	}
 	return rc;
+}
+
+int wire_answer_prepare_chain(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
+			      size_t *blob_len, uint32_t *ttl, struct wire_chain *chain)
+{
+	return prepare(resp, len, lim, false, blob, blob_len, ttl, chain);
+}
+
+int wire_answer_adopt_chain(const uint8_t *resp, size_t len, const struct wire_limits *lim, uint8_t **blob,
+			    size_t *blob_len, uint32_t *ttl, struct wire_chain *chain)
+{
+	return prepare(resp, len, lim, true, blob, blob_len, ttl, chain);
 }
 
 /* A blob's fixed header, checked for consistency. */

@@ -93,6 +93,50 @@ static void as_query(const uint8_t *data, size_t size)
 	free(blob);
 }
 
+/*
+ * wire_answer_adopt_chain keeps the message's layout, wire_answer_prepare_chain
+ * re-encodes it: both must accept the same messages (the adopted one may keep
+ * a message whose re-encoding would pass 64 KiB) and store the same answer.
+ * Re-encoding the adopted message must give the prepared one byte for byte,
+ * since the re-encoding depends only on the names and records, in order.
+ */
+static void adopted_same(const uint8_t *data, size_t size, const struct wire_limits *lim, int rc, const uint8_t *blob,
+			 size_t blob_len, uint32_t ttl, const struct wire_chain *chain)
+{
+	uint8_t *ab;
+	size_t ab_len;
+	uint32_t attl;
+	struct wire_chain ach;
+	int arc = wire_answer_adopt_chain(data, size, lim, &ab, &ab_len, &attl, &ach);
+	CHECK(arc == rc || (rc == WIRE_E_FORMERR && arc == 0));
+	if (arc != 0)
+		return;
+	if (rc == 0) {
+		CHECK(attl == ttl && ach.hops == chain->hops);
+		for (unsigned i = 0; i < ach.hops; i++)
+			CHECK(ach.rdata[i] == chain->rdata[i] && ach.end[i] == chain->end[i]);
+		struct wire_blob_info pi, ai;
+		CHECK(wire_blob_info(blob, blob_len, &pi) == 0 && wire_blob_info(ab, ab_len, &ai) == 0);
+		CHECK(pi.rcode == ai.rcode && pi.ad == ai.ad && pi.tc == ai.tc && pi.aa == ai.aa);
+		CHECK(pi.ancount == ai.ancount && pi.nscount == ai.nscount && pi.arcount == ai.arcount);
+		/* an extended rcode lives in the blob's header, not in the stored
+		 * message: re-encoding that alone would take it for another rcode */
+		if (pi.rcode > 15) {
+			free(ab);
+			return;
+		}
+		uint8_t *again;
+		size_t again_len;
+		uint32_t ttl2;
+		CHECK(wire_answer_prepare(ab + ai.msg_off, ai.msg_len, NULL, &again, &again_len, &ttl2) == 0);
+		struct wire_blob_info gi;
+		CHECK(wire_blob_info(again, again_len, &gi) == 0);
+		CHECK(gi.msg_len == pi.msg_len && memcmp(again + gi.msg_off, blob + pi.msg_off, pi.msg_len) == 0);
+		free(again);
+	}
+	free(ab);
+}
+
 /* The input as an upstream response to whatever question it carries. */
 static void as_response(const uint8_t *data, size_t size)
 {
@@ -103,6 +147,7 @@ static void as_response(const uint8_t *data, size_t size)
 	struct wire_chain chain;
 	int rc = wire_answer_prepare_chain(data, size, &lim, &blob, &blob_len, &ttl, &chain);
 	CHECK(rc == 0 || rc == WIRE_E_FORMERR);
+	adopted_same(data, size, &lim, rc, blob, blob_len, ttl, &chain);
 	if (rc != 0)
 		return;
 	/* every hop of the chain reads back as a valid lower-case name; none past it */

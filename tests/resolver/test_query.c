@@ -254,7 +254,7 @@ static void complete(struct env *e, int i, const char *const *rrs)
 {
 	size_t len;
 	uint8_t *resp = make_response(e->jobs[i], rrs, &len);
-	inflight_done(e->jobs[i], resp, len);
+	inflight_done(e->jobs[i], resp, len, !e->jobs[i]->edns); /* as the pools call it */
 	e->jobs[i] = NULL;
 	free(resp);
 }

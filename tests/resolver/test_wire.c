@@ -787,6 +787,130 @@ static void section_text(ldns_pkt *pk, char *out, size_t cap)
 	}
 }
 
+/* A message as libunbound encodes one: owner names written out (not what our
+ * re-encoding would do: it compresses them), OPT last. */
+static void build_local(struct pkt *p, uint32_t ttl)
+{
+	hdr(p, 0x4242, 0x8180, 1, 1, 1, 2);
+	putname(p, "www.example.com");
+	put16(p, WIRE_TYPE_A);
+	put16(p, WIRE_CLASS_IN);
+	putname(p, "www.example.com");
+	size_t at = rr_begin(p, WIRE_TYPE_A, WIRE_CLASS_IN, ttl);
+	put_a(p, "198.51.100.7");
+	rr_end(p, at);
+	putptr(p, 16);
+	at = rr_begin(p, WIRE_TYPE_NS, WIRE_CLASS_IN, 3600);
+	size_t ns1 = p->n;
+	put8(p, 3);
+	put(p, "ns1", 3);
+	putptr(p, 16);
+	rr_end(p, at);
+	putptr(p, ns1);
+	at = rr_begin(p, WIRE_TYPE_A, WIRE_CLASS_IN, 3600);
+	put_a(p, "192.0.2.53");
+	rr_end(p, at);
+	put_opt(p, 1232, 0, 0, true, "0008 0007 0001 18 18 c63364");
+}
+
+/* The client's view of a blob: ldns's text of its three sections, aged by age. */
+static void client_view(const uint8_t *blob, size_t blob_len, uint32_t age, char *out, size_t cap)
+{
+	struct pkt cq;
+	make_query(&cq, 0x7777, 0x0100, "www.example.com", WIRE_TYPE_A, 0, false, NULL);
+	struct wire_query q;
+	query_from("client", &cq, &q);
+	uint8_t msg[2048];
+	int n = wire_answer_write(&q, cq.b, blob, blob_len, age, NULL, msg, sizeof(msg));
+	assert_true(n > 0);
+	ldns_pkt *pk = must_parse("client", msg, (size_t)n);
+	section_text(pk, out, cap);
+	ldns_pkt_free(pk);
+}
+
+/* libunbound's encoding is kept as it is (wire_answer_adopt_chain): only the
+ * ID, the OPT record at the end and the clamped TTLs change; clients get the
+ * same answer as from the re-encoded blob. */
+static void test_adopt_keeps_layout(void **state)
+{
+	(void)state;
+	struct pkt *p = calloc(1, sizeof(*p));
+	assert_non_null(p);
+	build_local(p, 7200);
+	struct wire_limits lim = {.max_ttl = 5000}; /* the answer's 7200 only */
+	uint8_t *ab, *pb;
+	size_t ab_len, pb_len;
+	uint32_t attl, pttl;
+	assert_int_equal(wire_answer_adopt_chain(p->b, p->n, &lim, &ab, &ab_len, &attl, NULL), 0);
+	assert_int_equal(wire_answer_prepare_chain(p->b, p->n, &lim, &pb, &pb_len, &pttl, NULL), 0);
+	assert_int_equal(attl, 3600); /* the NS record's */
+	assert_int_equal(pttl, 3600);
+	struct wire_blob_info ai, pi;
+	assert_int_equal(wire_blob_info(ab, ab_len, &ai), 0);
+	assert_int_equal(wire_blob_info(pb, pb_len, &pi), 0);
+	size_t opt_len = 11 + 11; /* OPT with its ECS option */
+	assert_int_equal(ai.msg_len, p->n - opt_len);
+	assert_true(pi.msg_len < ai.msg_len); /* the re-encoding compressed the answer's owner */
+	assert_int_equal(ai.arcount, 1);
+	const uint8_t *m = ab + ai.msg_off;
+	assert_int_equal(m[0] | m[1], 0);                       /* ID */
+	assert_memory_equal(m + 2, p->b + 2, 8);                /* flags, QD, AN, NS */
+	assert_int_equal(m[10] << 8 | m[11], 1);                /* AR without OPT */
+	size_t ttl_at = 12 + 17 + 4 + 17 + 4;                   /* the answer's TTL */
+	assert_memory_equal(m + 12, p->b + 12, ttl_at - 12);    /* question, owner: as they were */
+	assert_int_equal((uint32_t)m[ttl_at] << 24 | (uint32_t)m[ttl_at + 1] << 16 | (uint32_t)m[ttl_at + 2] << 8 |
+			 m[ttl_at + 3], 5000);                  /* clamped in place */
+	assert_memory_equal(m + ttl_at + 4, p->b + ttl_at + 4, ai.msg_len - ttl_at - 4);
+	char want[4096], got[4096];
+	client_view(pb, pb_len, 10, want, sizeof(want));
+	client_view(ab, ab_len, 10, got, sizeof(got));
+	assert_string_equal(got, want);
+	assert_non_null(strstr(got, "4990\tIN\tA\t198.51.100.7"));
+	free(ab);
+	free(pb);
+	free(p);
+}
+
+/* What the kept layout cannot take is re-encoded, byte for byte as
+ * wire_answer_prepare_chain does: an OPT record before other records, and a
+ * name that points into bytes the cache patches (here a TTL). */
+static void test_adopt_falls_back(void **state)
+{
+	(void)state;
+	struct pkt *p = calloc(1, sizeof(*p));
+	assert_non_null(p);
+	for (int row = 0; row < 2; row++) {
+		if (row == 0) {
+			build_positive(p, 0x8180, 300, 100, 3600); /* OPT in the middle of the additional section */
+		} else {
+			hdr(p, 0x4242, 0x8180, 1, 2, 0, 0);
+			putname(p, "www.example.com");
+			put16(p, WIRE_TYPE_A);
+			put16(p, WIRE_CLASS_IN);
+			putptr(p, 12);
+			size_t at = rr_begin(p, WIRE_TYPE_A, WIRE_CLASS_IN, 0x00000e00); /* last byte 0: a root name */
+			put_a(p, "198.51.100.7");
+			rr_end(p, at);
+			putptr(p, at - 1); /* owner: the TTL's last byte */
+			at = rr_begin(p, WIRE_TYPE_A, WIRE_CLASS_IN, 60);
+			put_a(p, "198.51.100.8");
+			rr_end(p, at);
+		}
+		struct wire_limits lim = {.min_ttl = 5, .max_ttl = 3000};
+		uint8_t *ab, *pb;
+		size_t ab_len, pb_len;
+		uint32_t attl, pttl;
+		assert_int_equal(wire_answer_prepare_chain(p->b, p->n, &lim, &pb, &pb_len, &pttl, NULL), 0);
+		assert_int_equal(wire_answer_adopt_chain(p->b, p->n, &lim, &ab, &ab_len, &attl, NULL), 0);
+		assert_int_equal(attl, pttl);
+		assert_int_equal(ab_len, pb_len);
+		assert_memory_equal(ab, pb, pb_len);
+		free(ab);
+		free(pb);
+	}
+	free(p);
+}
+
 static void test_prepare_positive(void **state)
 {
 	(void)state;
@@ -2338,6 +2462,8 @@ int main(void)
 		cmocka_unit_test(test_write_error_exact),
 		cmocka_unit_test(test_write_error_limits),
 		cmocka_unit_test(test_prepare_positive),
+		cmocka_unit_test(test_adopt_keeps_layout),
+		cmocka_unit_test(test_adopt_falls_back),
 		cmocka_unit_test(test_prepare_ttl_table),
 		cmocka_unit_test(test_prepare_ttl_top_bit),
 		cmocka_unit_test(test_prepare_negative_table),
