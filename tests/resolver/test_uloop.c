@@ -252,6 +252,39 @@ static void test_closed_fd_reused(void **state)
 	uloop_free(u);
 }
 
+/* A freed event's memory serves the next one (libunbound makes and frees two
+ * per upstream query), and starts clean: no timer, no fd, no old readiness. */
+static void test_freed_event_reused(void **state)
+{
+	(void)state;
+	struct uloop *u = uloop_new();
+	int a[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, a), 0);
+	struct rec ra = { 0 }, rb = { 0 };
+	struct ub_event *ea = uloop_event_new(u, a[0], UB_EV_READ | UB_EV_PERSIST | UB_EV_TIMEOUT, on_event, &ra);
+	struct timeval tv = { 0, 10000 };
+	assert_int_equal(uloop_event_add(ea, &tv), 0);
+	assert_int_equal(write(a[1], "x", 1), 1);
+	uloop_event_free(ea);
+	struct ub_event *eb = uloop_event_new(u, -1, UB_EV_TIMEOUT, on_event, &rb);
+	assert_ptr_equal(eb, ea);
+	assert_int_equal(uloop_next_ms(u, clock_ns()), -1); /* the old timer went with it */
+	uloop_poll(u);                                      /* a[0] is still readable */
+	sleep_ms(15);
+	uloop_timers(u, clock_ns());
+	assert_int_equal(ra.calls + rb.calls, 0);
+	struct timeval soon = { 0, 1000 };
+	assert_int_equal(uloop_event_add(eb, &soon), 0);
+	sleep_ms(5);
+	uloop_timers(u, clock_ns());
+	assert_int_equal(rb.calls, 1);
+	assert_int_equal(ra.calls, 0);
+	uloop_event_free(eb);
+	close(a[0]);
+	close(a[1]);
+	uloop_free(u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_persistent_fd_with_timeout),
 		cmocka_unit_test(test_free_and_readd_in_batch),
 		cmocka_unit_test(test_closed_fd_reused),
+		cmocka_unit_test(test_freed_event_reused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
