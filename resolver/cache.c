@@ -548,12 +548,16 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 #define LINK_MOVED 0x100u
 static int cache_link(struct cache *c, struct entry *e, uint32_t now, unsigned opts);
 
-int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
-		     size_t vlen, uint32_t now, uint32_t ttl, unsigned opts)
+/* The value is head and then body (body may be empty). */
+static int insert_parts(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *head, size_t hlen,
+			const uint8_t *body, size_t blen, uint32_t now, uint32_t ttl, unsigned opts)
 {
 	if (ttl == 0)
 		return 0;
-	if (klen > CACHE_MAX_KEY || vlen > UINT32_MAX)
+	if (hlen > UINT32_MAX || blen > UINT32_MAX - hlen)
+		return -E2BIG;
+	size_t vlen = hlen + blen;
+	if (klen > CACHE_MAX_KEY)
 		return -E2BIG;
 	size_t need = entry_charge(klen, vlen);
 	/* A shard's budget is at least CACHE_MIN_SHARD_BYTES > table_bytes(TABLE_MIN). */
@@ -576,10 +580,24 @@ int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uin
 	atomic_init(&e->flags, (opts & CACHE_NO_STALE) ? F_NO_STALE : 0);
 	if (klen > 0)
 		memcpy(entry_key(e), key, klen);
-	if (vlen > 0)
-		memcpy(entry_val(e), val, vlen);
+	if (hlen > 0)
+		memcpy(entry_val(e), head, hlen);
+	if (blen > 0)
+		memcpy(entry_val(e) + hlen, body, blen);
 
 	return cache_link(c, e, now, opts);
+}
+
+int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
+		     size_t vlen, uint32_t now, uint32_t ttl, unsigned opts)
+{
+	return insert_parts(c, key, klen, val, vlen, NULL, 0, now, ttl, opts);
+}
+
+int cache_insert_parts(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *head, size_t hlen,
+		       const uint8_t *body, size_t blen, uint32_t now, uint32_t ttl)
+{
+	return insert_parts(c, key, klen, head, hlen, body, blen, now, ttl, 0);
 }
 
 /*

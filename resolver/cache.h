@@ -137,6 +137,14 @@ int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uin
 		     size_t vlen, uint32_t now, uint32_t ttl, unsigned opts);
 
 /**
+ * cache_insert() of the value head followed by body, copied straight into
+ * the entry (a miss's answer is a small header and the blob: no copy of
+ * the two joined first). vlen is hlen + blen.
+ */
+int cache_insert_parts(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *head, size_t hlen,
+		       const uint8_t *body, size_t blen, uint32_t now, uint32_t ttl);
+
+/**
  * Keep expired entries for grace seconds past their expiry (0, the start
  * value: drop them at expiry), for cache_stale(). cache_lookup() still
  * misses on them; eviction takes them before any fresh entry; cache_reap()

@@ -488,16 +488,17 @@ void inflight_fail(struct job *job, int rcode, const struct wire_ede *ede, bool 
 /* Insert the answer under the job's key: chain header (if any), then the blob. */
 static void cache_answer(struct job *job, const struct result *r, uint32_t ttl)
 {
+	uint8_t small[512]; /* the header: 1 byte, more with a chain (its prefix can be long) */
 	size_t hdr = route_value_header(r->target_len, r->prefix_len);
-	uint8_t *val = malloc(hdr + r->blob_len);
-	if (val == NULL)
+	uint8_t *head = hdr <= sizeof(small) ? small : malloc(hdr);
+	if (head == NULL)
 		return;
-	route_value_write_header(val, r->target, r->target_len, r->prefix, r->prefix_len);
+	route_value_write_header(head, r->target, r->target_len, r->prefix, r->prefix_len);
 	if (r->incomplete)
-		val[0] |= ROUTE_VALUE_INCOMPLETE;
-	memcpy(val + hdr, r->blob, r->blob_len);
-	cache_insert(job->table->cache, job->key, job->klen, val, hdr + r->blob_len, clock_sec(), ttl);
-	free(val);
+		head[0] |= ROUTE_VALUE_INCOMPLETE;
+	cache_insert_parts(job->table->cache, job->key, job->klen, head, hdr, r->blob, r->blob_len, clock_sec(), ttl);
+	if (head != small)
+		free(head);
 }
 
 void inflight_done(struct job *job, const uint8_t *resp, size_t len, bool from_libunbound)

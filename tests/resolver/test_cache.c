@@ -125,6 +125,38 @@ static void test_new_args(void **state)
 
 /* --- insert, lookup, replace --- */
 
+/* A value given in two parts is stored as their concatenation; either part may be empty. */
+static void test_insert_parts(void **state)
+{
+	(void)state;
+	struct cache *c = cache_new(1 << 20, 0);
+	assert_non_null(c);
+	static const struct {
+		const char *key, *head, *body, *want;
+	} rows[] = {
+		{ "both", "\001", "blob-bytes", "\001blob-bytes" },
+		{ "head only", "header", "", "header" },
+		{ "body only", "", "body", "body" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(cache_insert_parts(c, (const uint8_t *)rows[i].key, strlen(rows[i].key),
+						    (const uint8_t *)rows[i].head, strlen(rows[i].head),
+						    (const uint8_t *)rows[i].body, strlen(rows[i].body), 100, 60),
+				 0);
+		struct seen seen = { .ret = 1 };
+		assert_int_equal(lookup_str(c, rows[i].key, 110, &seen), 1);
+		assert_int_equal(seen.vlen, strlen(rows[i].want));
+		assert_memory_equal(seen.val, rows[i].want, seen.vlen);
+		assert_int_equal(seen.expiry, 160);
+	}
+	/* ttl 0 stores nothing, as cache_insert */
+	assert_int_equal(cache_insert_parts(c, (const uint8_t *)"k0", 2, (const uint8_t *)"h", 1, (const uint8_t *)"b", 1,
+					    100, 0),
+			 0);
+	assert_false(present(c, "k0", 100));
+	cache_free(c);
+}
+
 static void test_insert_lookup(void **state)
 {
 	static const struct {
@@ -1443,6 +1475,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_new_args),
 		cmocka_unit_test(test_insert_lookup),
+		cmocka_unit_test(test_insert_parts),
 		cmocka_unit_test(test_value_alignment),
 		cmocka_unit_test(test_fn_return),
 		cmocka_unit_test(test_expiry),
