@@ -33,7 +33,9 @@
 #     part of them SERVFAIL at once at saturation instead of resolving them.  Unbound: iterator only,
 #     so-rcvbuf 4m as in bench/resolver.sh, outgoing-range 8192 (what partdns
 #     gives its libunbound), ratelimit 0 (its default, said explicitly),
-#     so-reuseport yes, default cache sizes (4 MB: under the churn of unique
+#     so-reuseport yes, QNAME minimisation on (both servers' default; the
+#     shared bench_unbound_conf turns it off, and runs before 2026-12-06 had
+#     partdns minimise and Unbound not), default cache sizes (4 MB: under the churn of unique
 #     names a few hot names fall out of them, which the counter check at the
 #     end shows as Unbound cache misses above the unique names sent;
 #     BENCH_UB_OPTS="msg-cache-size: 128m; rrset-cache-size: 256m" removes it);
@@ -219,7 +221,9 @@ ub_conf() {
   mapfile -t extra < <(printf '%s' "$UB_OPTS" | tr ';' '\n' | sed -n 's/^ *\(..*\)$/\1/p')
   bench_unbound_conf "$2" "$n" "so-reuseport: yes" \
     "# what partdns sets on its libunbound context (resolver.zone_qps 0 = ratelimit 0)" \
-    "outgoing-range: 8192" "ratelimit: 0" "${extra[@]}"
+    "outgoing-range: 8192" "ratelimit: 0" \
+    "# both resolve with their defaults: QNAME minimisation on (RFC 9156), as partdns' libunbound" \
+    "qname-minimisation: yes" "${extra[@]}"
 }
 
 pd_stat() { "$PARTDNSCTL_BIN" -c "$PD_CONF" stats 2>/dev/null | awk -v k="$1" '$1 == k {print $2}'; }
