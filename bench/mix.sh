@@ -35,10 +35,13 @@
 #     gives its libunbound), ratelimit 0 (its default, said explicitly),
 #     so-reuseport yes, QNAME minimisation on (both servers' default; the
 #     shared bench_unbound_conf turns it off, and runs before 2026-12-06 had
-#     partdns minimise and Unbound not), default cache sizes (4 MB: under the churn of unique
-#     names a few hot names fall out of them, which the counter check at the
-#     end shows as Unbound cache misses above the unique names sent;
-#     BENCH_UB_OPTS="msg-cache-size: 128m; rrset-cache-size: 256m" removes it);
+#     partdns minimise and Unbound not), and caches as large as partdns' (its
+#     default cache.max_bytes, 256 MB: msg-cache-size 85m and rrset-cache-size
+#     171m, rrset twice msg as Unbound's tuning guide advises). With Unbound's
+#     default 4 MB caches, which runs before 2026-12-06 used, the unique
+#     names' entries stay in the CPU's cache for Unbound and go to DRAM for
+#     partdns, and some hot names fall out of Unbound's (the counter check at
+#     the end shows them); BENCH_UB_OPTS="" gives Unbound its defaults again;
 #   * per thread setting: both servers started, warmed (a pass of the hot set,
 #     and a second pass checked to be all hits), then BENCH_ROUNDS interleaved
 #     rounds; the case order (ub, pd) alternates from round to round and each
@@ -68,8 +71,8 @@
 #   BENCH_CLIENTS [8]  BENCH_NAMES [1000: hot set]  BENCH_MISS_PCT [15]
 #   BENCH_SAT_MAXQPS [200000: sizes the saturation query files; a file that
 #               runs out ends its run early, which is reported]
-#   BENCH_UB_OPTS ["": more lines for Unbound's server: clause, ';'-separated,
-#               e.g. "msg-cache-size: 64m; rrset-cache-size: 128m"]
+#   BENCH_UB_OPTS ["msg-cache-size: 85m; rrset-cache-size: 171m": more lines
+#               for Unbound's server: clause, ';'-separated]
 #   BENCH_NICE [0: else the niceness, e.g. -5, given to every thread of both
 #               servers, the knotd and dnsperf during the rounds: on a machine
 #               shared with other work, a single-threaded server competes with
@@ -77,6 +80,8 @@
 #   BENCH_PIN [1]  BENCH_DNSPERF_OPTS [""]  BENCH_LABEL ["": text for the report's build line]
 #   BENCH_RAW [unset: a file to append the per-run lines to]
 #   BENCH_STRACE [1: syscalls per hit and per miss under strace -c, setting 1]
+#   BENCH_PERF [unset: else fix, sat or uniq: a perf record -e cpu-clock -g of
+#               both servers during that kind of run, in the kept directory]
 #   BENCH_CALLGRIND [1]  BENCH_CG_MISSES [2000]  BENCH_CG_MISS_RATE [200]  BENCH_CG_IDLE_SECS [5]
 # A smoke run: BENCH_ROUNDS=1 BENCH_RATE_SECS=2 BENCH_SAT_SECS=2 BENCH_CG_MISSES=500 bench/mix.sh
 
@@ -98,7 +103,7 @@ MISS_PCT=${BENCH_MISS_PCT:-15}
 SAT_MAXQPS=${BENCH_SAT_MAXQPS:-200000}
 PIN=${BENCH_PIN:-1}
 DNSPERF_OPTS=${BENCH_DNSPERF_OPTS:-}
-UB_OPTS=${BENCH_UB_OPTS:-}
+UB_OPTS=${BENCH_UB_OPTS-"msg-cache-size: 85m; rrset-cache-size: 171m"}
 NICE=${BENCH_NICE:-0}
 CG_MISSES=${BENCH_CG_MISSES:-2000}
 CG_MISS_RATE=${BENCH_CG_MISS_RATE:-200}
@@ -300,9 +305,21 @@ run_one() {
     uniq) n_lines=$(( SAT_MAXQPS * SAT_SECS / 2 )); gen_unique "$file" "$n_lines" "$tag"
           args+=(-q "$OUTSTANDING" -l "$SAT_SECS") ;;
   esac
+  local perf_pid=""
+  if [ -n "${BENCH_PERF:-}" ] && [ "$kind" = "$BENCH_PERF" ]; then
+    perf record -q -e cpu-clock -F 4000 -g -p "$pid" -o "$QDIR/perf-$tag.data" > /dev/null 2>&1 &
+    perf_pid=$!
+    sleep 0.5
+  fi
   c0=$(cpu_ns "$pid"); w0=$(wait_ns "$pid"); u0=$(user_ns "$pid"); t0=$(date +%s%N)
   client dnsperf "${args[@]}" $DNSPERF_OPTS > "$QDIR/out.txt" 2>&1
   t1=$(date +%s%N); c1=$(cpu_ns "$pid"); w1=$(wait_ns "$pid"); u1=$(user_ns "$pid")
+  if [ -n "$perf_pid" ]; then
+    kill -INT "$perf_pid" 2>/dev/null
+    local i
+    for ((i = 0; i < 50; i++)); do kill -0 "$perf_pid" 2>/dev/null || break; sleep 0.1; done
+    bmsg "perf profile of $tag: $QDIR/perf-$tag.data (PARTDNS_KEEP=1 keeps it)"
+  fi
   out=$(grep -v '^> ' "$QDIR/out.txt")
   local sent n lost qps sf us_q busy
   sent=$(dp_field "$out" sent); n=$(dp_field "$out" completed); lost=$(dp_field "$out" lost)
