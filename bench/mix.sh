@@ -275,6 +275,18 @@ warm() {
   [ -n "$um0" ] && [ "$um0" = "$um1" ] || bdie "unbound cache not warm: cachemiss $um0 -> $um1 during a second pass"
 }
 
+# pin_and_warm FILE: the "1" setting's pinning for a phase of its own (both
+# servers just started), then two passes of FILE on each.
+pin_and_warm() {
+  if [ "$PIN" = 1 ]; then
+    PINNED=1
+    pin_to "$CLIENT_CPU" $(knot_pids)
+    pin_to "$SERVER_CPU" "$PD_PID" "$UB_PID"
+  fi
+  pass "$PD_ADDR" "$1"; pass "$UB_ADDR" "$1"
+  pass "$PD_ADDR" "$1"; pass "$UB_ADDR" "$1"
+}
+
 idle_us_per_s() { local a b; a=$(cpu_ns "$1"); sleep 2; b=$(cpu_ns "$1"); echo $(( (b - a) / 2000 )); }
 
 # ---------------------------------------------------------------- measurement
@@ -442,13 +454,7 @@ EOF2
   partdns_start "$IT_TMP/partdns-1.yaml"
   PARTDNS_BIN=$REAL_PARTDNS
   ub_start "$UB_DIR/unbound-1.conf" valgrind -q --tool=callgrind --callgrind-out-file="$QDIR/cg-ub.out"
-  if [ "$PIN" = 1 ]; then
-    PINNED=1
-    pin_to "$CLIENT_CPU" $(knot_pids)
-    pin_to "$SERVER_CPU" "$PD_PID" "$UB_PID"
-  fi
-  pass "$PD_ADDR" "$QDIR/cg-hot.txt"; pass "$UB_ADDR" "$QDIR/cg-hot.txt"
-  pass "$PD_ADDR" "$QDIR/cg-hot.txt"; pass "$UB_ADDR" "$QDIR/cg-hot.txt"
+  pin_and_warm "$QDIR/cg-hot.txt"
 
   # cg_run CASE PHASE: zero, run the phase, dump; prints "instructions seconds answered".
   cg_run() {
@@ -518,13 +524,7 @@ if [ "${BENCH_STRACE:-1}" = 1 ] && command -v strace >/dev/null 2>&1; then
   bmsg "strace: syscalls per query (setting 1); $ST_NAMES names × 10 passes of hits at 2000 qps, $CG_MISSES misses at $CG_MISS_RATE qps"
   partdns_start "$IT_TMP/partdns-1.yaml"
   ub_start "$UB_DIR/unbound-1.conf"
-  if [ "$PIN" = 1 ]; then
-    PINNED=1
-    pin_to "$CLIENT_CPU" $(knot_pids)
-    pin_to "$SERVER_CPU" "$PD_PID" "$UB_PID"
-  fi
-  pass "$PD_ADDR" "$QDIR/st-hot.txt"; pass "$UB_ADDR" "$QDIR/st-hot.txt"
-  pass "$PD_ADDR" "$QDIR/st-hot.txt"; pass "$UB_ADDR" "$QDIR/st-hot.txt"
+  pin_and_warm "$QDIR/st-hot.txt"
   # st_run CASE PHASE: the phase under strace -c; prints the answers and leaves the table in st-CASE-PHASE.txt.
   st_run() {
     local cs=$1 phase=$2 srv pid out n sp i
