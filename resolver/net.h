@@ -7,7 +7,7 @@
 #include "conf/conf.h"
 
 /* What an epoll event of a listener thread is about. */
-enum net_ev_kind { NET_EV_UDP, NET_EV_TCP_LISTEN, NET_EV_TCP_CONN, NET_EV_REPLIES, NET_EV_STOP, NET_EV_LOOP };
+enum net_ev_kind { NET_EV_UDP, NET_EV_TCP_LISTEN, NET_EV_TCP_CONN, NET_EV_REPLIES, NET_EV_STOP };
 
 struct net_ev {
 	enum net_ev_kind kind;

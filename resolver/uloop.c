@@ -13,6 +13,8 @@
 
 #define ULOOP_NO_TIMER SIZE_MAX
 #define ULOOP_BATCH 64
+/* the low bit of an epoll entry's data: one of the loop's events (a struct uev, so at least 8-aligned) */
+#define ULOOP_TAG 1u
 
 struct uev {
 	struct ub_event ub; /* first: libunbound holds a struct ub_event * */
@@ -39,6 +41,8 @@ struct uloop {
 	struct uev **fds; /* fd -> the event registered for it */
 	size_t nfds;
 	uint64_t seq;
+	uint64_t batch_seq; /* the count when the running batch's epoll_wait returned */
+	uint64_t batch_now;
 	unsigned depth; /* inside a dispatch: frees are deferred */
 	struct uev *dead;
 	struct uev *spare; /* freed events kept for the next ones (linked by next_dead) */
@@ -196,7 +200,8 @@ int uloop_event_add(struct ub_event *ev, const struct timeval *tv)
 	if (want != 0 && e->fd >= 0) {
 		if (fds_grow(u, e->fd) != 0)
 			return -1;
-		struct epoll_event pe = { .events = want, .data.ptr = e };
+		/* tagged: a host sharing the epoll tells the loop's events from its own (uloop_ready) */
+		struct epoll_event pe = { .events = want, .data.u64 = (uint64_t)(uintptr_t)e | ULOOP_TAG };
 		if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, e->fd, &pe) != 0 &&
 		    (errno != EEXIST || epoll_ctl(u->epfd, EPOLL_CTL_MOD, e->fd, &pe) != 0))
 			return -1;
@@ -281,26 +286,44 @@ static void reap(struct uloop *u)
 	}
 }
 
+void uloop_batch_begin(struct uloop *u)
+{
+	u->batch_seq = u->seq;
+	u->batch_now = clock_ns();
+	u->depth++;
+}
+
+bool uloop_ready(struct uloop *u, const struct epoll_event *ev)
+{
+	if (!(ev->data.u64 & ULOOP_TAG))
+		return false;
+	struct uev *e = (struct uev *)(uintptr_t)(ev->data.u64 & ~(uint64_t)ULOOP_TAG);
+	/* freed, removed or added again since epoll_wait: the readiness is stale */
+	if (e->dead || !e->pending || !e->in_epoll || e->seq > u->batch_seq)
+		return true;
+	uint32_t r = ev->events;
+	short what = (short)((r & (EPOLLIN | EPOLLERR | EPOLLHUP) ? UB_EV_READ : 0) |
+	                     (r & (EPOLLOUT | EPOLLERR | EPOLLHUP) ? UB_EV_WRITE : 0));
+	what &= e->bits & (UB_EV_READ | UB_EV_WRITE);
+	if (what != 0)
+		fire(u, e, what, u->batch_now);
+	return true;
+}
+
+void uloop_batch_end(struct uloop *u)
+{
+	u->depth--;
+	reap(u);
+}
+
 static void dispatch(struct uloop *u, const struct epoll_event *evs, int n)
 {
 	if (n <= 0)
 		return;
-	uint64_t seq = u->seq, now = clock_ns();
-	u->depth++;
-	for (int i = 0; i < n; i++) {
-		struct uev *e = evs[i].data.ptr;
-		/* freed, removed or added again since epoll_wait: the readiness is stale */
-		if (e->dead || !e->pending || !e->in_epoll || e->seq > seq)
-			continue;
-		uint32_t r = evs[i].events;
-		short what = (short)((r & (EPOLLIN | EPOLLERR | EPOLLHUP) ? UB_EV_READ : 0) |
-		                     (r & (EPOLLOUT | EPOLLERR | EPOLLHUP) ? UB_EV_WRITE : 0));
-		what &= e->bits & (UB_EV_READ | UB_EV_WRITE);
-		if (what != 0)
-			fire(u, e, what, now);
-	}
-	u->depth--;
-	reap(u);
+	uloop_batch_begin(u);
+	for (int i = 0; i < n; i++)
+		(void)uloop_ready(u, &evs[i]); /* every entry in the loop's own epoll is its own */
+	uloop_batch_end(u);
 }
 
 void uloop_timers(struct uloop *u, uint64_t now)

@@ -4,16 +4,20 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/time.h>
 #include <unbound-event.h>
 
 /*
  * libunbound's pluggable event interface (unbound-event.h: struct
  * ub_event_base_vmt, struct ub_event_vmt) implemented over one epoll fd and
- * a timer heap, so a listener thread can resolve in its own loop: the
- * loop's fd goes into the listener's epoll (nested: it is readable while
- * any of the loop's fds is), and the listener runs the loop's ready events
- * and due timers without a hand-over to another thread.
+ * a timer heap, so a listener thread can resolve in its own loop without
+ * a hand-over to another thread. The listener shares the loop's epoll (a
+ * dup of uloop_fd()): its own sockets and libunbound's wake one
+ * epoll_wait, the loop's entries are tagged so uloop_ready() knows them,
+ * and the listener runs the loop's due timers once per turn. (Nesting the
+ * loop's epoll fd in the listener's instead costs a second epoll_wait for
+ * every batch with an upstream answer in it.)
  *
  * Events keep libevent's meaning, which is what libunbound was written
  * against (UB_EV_* are libevent's EV_* values): level-triggered; a
@@ -32,7 +36,7 @@ struct uloop *uloop_new(void);
 /** Frees events still registered too. NULL is a no-op. */
 void uloop_free(struct uloop *u);
 
-/** The epoll fd to nest in another loop's epoll (readable while an event is ready). */
+/** The loop's epoll fd: a host may wait on it (a dup) and register its own fds, untagged (8-aligned data.ptr). */
 int uloop_fd(const struct uloop *u);
 /** The loop as libunbound's event base, for ub_ctx_create_ub_event(). */
 struct ub_event_base *uloop_ub_base(struct uloop *u);
@@ -47,6 +51,19 @@ void uloop_event_free(struct ub_event *ev);
 
 /** Run the ready events (without waiting) and then the due timers. */
 void uloop_poll(struct uloop *u);
+
+/*
+ * A host's batch, for a host waiting on the loop's epoll itself: call
+ * uloop_batch_begin() as soon as epoll_wait returns, uloop_ready() for each
+ * entry, and uloop_batch_end() after the batch (uloop_timers() may run
+ * inside). Within a batch, an event freed by anyone, the host's work
+ * included, is released only at its end, and an entry that went stale
+ * since epoll_wait (event freed, deleted, or added again) does not fire.
+ */
+void uloop_batch_begin(struct uloop *u);
+/** @return false when the entry is the host's, true when it was the loop's (and ran, unless stale). */
+bool uloop_ready(struct uloop *u, const struct epoll_event *ev);
+void uloop_batch_end(struct uloop *u);
 /** Run the timers due at now (clock_ns()): the caller's clock reading, one per loop turn. */
 void uloop_timers(struct uloop *u, uint64_t now);
 /** Milliseconds from now until the next timer is due, rounded up: -1 with no timer, 0 when one is due. */

@@ -3,6 +3,7 @@
 #include "resolver/worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -25,7 +26,7 @@ struct worker {
 	bool started;
 	int epfd;
 	struct mq replies;
-	struct net_ev replies_ev, stop_ev, loop_ev;
+	struct net_ev replies_ev, stop_ev;
 	struct uloop *loop;        /* colocated: the normal pool's thread this listener drives; else NULL */
 	size_t nlisten;
 	struct net_ev *udp;        /* per listen address */
@@ -98,7 +99,10 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 		w->udp[i].fd = w->tcp[i].fd = -1;
 	if (mq_init(&w->replies) != 0)
 		goto fail;
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	/* colocated: one epoll for the listener's sockets and libunbound's (uloop.h); a dup, so
+	 * the listener owns its fd while the pool owns the loop's */
+	w->loop = resolve_normal_loop(env->normal, idx);
+	w->epfd = w->loop ? fcntl(uloop_fd(w->loop), F_DUPFD_CLOEXEC, 0) : epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0)
 		goto fail;
 	w->conns = net_tcp_new(w->epfd, c, &w->ctr);
@@ -108,12 +112,6 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	w->stop_ev = (struct net_ev){ .kind = NET_EV_STOP, .fd = env->stop_fd };
 	if (ep_add(w, &w->replies_ev, EPOLLIN) != 0 || ep_add(w, &w->stop_ev, EPOLLIN) != 0)
 		goto fail;
-	w->loop = resolve_normal_loop(env->normal, idx);
-	if (w->loop != NULL) {
-		w->loop_ev = (struct net_ev){ .kind = NET_EV_LOOP, .fd = uloop_fd(w->loop) };
-		if (ep_add(w, &w->loop_ev, EPOLLIN) != 0)
-			goto fail;
-	}
 	for (size_t i = 0; i < w->nlisten; i++) {
 		const struct conf_addr *a = &c->server.listen[i];
 		int fd = net_bind(a, SOCK_DGRAM);
@@ -224,8 +222,12 @@ static void *worker_main(void *arg)
 				timeout = next;
 		}
 		int n = epoll_wait(w->epfd, events, 64, timeout);
+		if (w->loop != NULL)
+			uloop_batch_begin(w->loop);
 		refresh_snapshot(w);
 		for (int i = 0; i < n; i++) {
+			if (w->loop != NULL && uloop_ready(w->loop, &events[i]))
+				continue; /* libunbound's: an upstream answer, a socket ready to write */
 			struct net_ev *ev = events[i].data.ptr;
 			switch (ev->kind) {
 			case NET_EV_UDP: net_udp_read(&w->qx, ev->fd, ev->wildcard); break;
@@ -233,13 +235,14 @@ static void *worker_main(void *arg)
 			case NET_EV_TCP_CONN: net_tcp_event(w->conns, ev, events[i].events, &w->qx); break;
 			case NET_EV_REPLIES: drain_replies(w, false); break;
 			case NET_EV_STOP: stop = true; break;
-			case NET_EV_LOOP: uloop_poll(w->loop); break;
 			}
 		}
 
 		now = clock_ns();
-		if (w->loop != NULL)
+		if (w->loop != NULL) {
 			uloop_timers(w->loop, now);
+			uloop_batch_end(w->loop);
+		}
 		while (w->replies.own_pending) /* misses this thread resolved (or failed) itself; a reply may start another */
 			drain_replies(w, true);
 		if (now - last_sweep > 1000000000ull) {

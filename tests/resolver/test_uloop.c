@@ -6,9 +6,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -285,6 +287,67 @@ static void test_freed_event_reused(void **state)
 	uloop_free(u);
 }
 
+/*
+ * A host sharing the loop's epoll (a listener, colocated): one epoll_wait
+ * returns its own entry and the loop's. The host's work frees the loop's
+ * event in the middle of the batch (libunbound closing a socket as a
+ * query ends): if the loop's entry comes later it must not fire, and the
+ * freed memory must not serve an event made in the same batch.
+ */
+static void test_host_batch(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 4; round++) {
+		struct uloop *u = uloop_new();
+		assert_non_null(u);
+		int host_ep = fcntl(uloop_fd(u), F_DUPFD_CLOEXEC, 0);
+		assert_true(host_ep >= 0);
+		int a[2], h[2];
+		assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, a), 0);
+		assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, h), 0);
+		struct rec ra = { 0 };
+		struct ub_event *ea = uloop_event_new(u, a[0], UB_EV_READ | UB_EV_PERSIST, on_event, &ra);
+		assert_int_equal(uloop_event_add(ea, NULL), 0);
+		static long host_tag; /* what the host's entry points at: 8-aligned, untagged */
+		struct epoll_event he = { .events = EPOLLIN, .data.ptr = &host_tag };
+		assert_int_equal(epoll_ctl(host_ep, EPOLL_CTL_ADD, h[0], &he), 0);
+		/* even rounds: the loop's fd ready first, odd: the host's */
+		assert_int_equal(write(round % 2 ? h[1] : a[1], "x", 1), 1);
+		assert_int_equal(write(round % 2 ? a[1] : h[1], "x", 1), 1);
+
+		struct epoll_event evs[4];
+		int n = epoll_wait(host_ep, evs, 4, 1000);
+		assert_int_equal(n, 2);
+		uloop_batch_begin(u);
+		int host_seen = 0, loop_fired_before_free = 0;
+		struct ub_event *made = NULL;
+		for (int i = 0; i < n; i++) {
+			if (uloop_ready(u, &evs[i])) {
+				if (made == NULL)
+					loop_fired_before_free = ra.calls;
+				continue;
+			}
+			assert_ptr_equal(evs[i].data.ptr, &host_tag);
+			host_seen++;
+			uloop_event_free(ea);                                   /* the host's work ends the loop's event */
+			made = uloop_event_new(u, -1, UB_EV_TIMEOUT, on_event, &ra); /* and starts another */
+			assert_non_null(made);
+			assert_ptr_not_equal(made, ea); /* not released while the batch may still name it */
+		}
+		uloop_batch_end(u);
+		assert_int_equal(host_seen, 1);
+		assert_int_equal(ra.calls, loop_fired_before_free); /* nothing fired after the free */
+		assert_true(ra.calls <= 1);
+		uloop_event_free(made);
+		close(host_ep);
+		close(a[0]);
+		close(a[1]);
+		close(h[0]);
+		close(h[1]);
+		uloop_free(u);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_free_and_readd_in_batch),
 		cmocka_unit_test(test_closed_fd_reused),
 		cmocka_unit_test(test_freed_event_reused),
+		cmocka_unit_test(test_host_batch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
