@@ -620,7 +620,7 @@ cat <<EOF
 
 ### Run of $DATE
 
-- command: \`bench/mix.sh ${1:-build}\` (BENCH_ROUNDS=$ROUNDS BENCH_THREADS="${TSETS[*]}" BENCH_RATES="$RATE_LIST" BENCH_RATE_SECS=$RATE_SECS BENCH_SAT_SECS=$SAT_SECS BENCH_Q=$OUTSTANDING BENCH_CLIENTS=$CLIENTS BENCH_NAMES=$NAMES BENCH_MISS_PCT=$MISS_PCT${DNSPERF_OPTS:+ BENCH_DNSPERF_OPTS="$DNSPERF_OPTS"}${UB_OPTS:+ BENCH_UB_OPTS="$UB_OPTS"}$([ "$NICE" = 0 ] || echo " BENCH_NICE=$NICE")); ${T_MEAS} s of rounds, $T_TOTAL s with callgrind
+- command: \`bench/mix.sh ${1:-build}\` (BENCH_ROUNDS=$ROUNDS BENCH_THREADS="${TSETS[*]}" BENCH_RATES="$RATE_LIST" BENCH_RATE_SECS=$RATE_SECS BENCH_SAT_SECS=$SAT_SECS BENCH_Q=$OUTSTANDING BENCH_CLIENTS=$CLIENTS BENCH_NAMES=$NAMES BENCH_MISS_PCT=$MISS_PCT${DNSPERF_OPTS:+ BENCH_DNSPERF_OPTS=\"$DNSPERF_OPTS\"}${UB_OPTS:+ BENCH_UB_OPTS=\"$UB_OPTS\"}$([ "$NICE" = 0 ] || echo " BENCH_NICE=$NICE")); ${T_MEAS} s of rounds, $T_TOTAL s with callgrind
 - machine: $NCPU CPUs, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(uname -r); load average $LOAD0 before, $LOAD1 after
 - $("$PARTDNS_BIN" -v 2>/dev/null | head -n 1) ($BUILT${BTYPE:+, $BTYPE}${BENCH_LABEL:+; $BENCH_LABEL}); Unbound $(unbound -V 2>/dev/null | sed -n "s/^Version //p") (module-config iterator); dnsperf $(dnsperf -h 2>&1 | sed -n "s/^Version //p") (\`-c $CLIENTS -T 1\`), knotd $(knotd -V 2>/dev/null | awk '{print $NF}')
 - 1 thread: partdns server/resolver/edns.threads 1/1/1 and Unbound num-threads 1, each pinned to CPU $SERVER_CPU; dnsperf and knotd on CPU $CLIENT_CPU$([ "$PIN" = 1 ] || echo " (pinning was off)"). All cores: partdns server.threads = resolver.threads = $NCPU (edns.threads 1), Unbound num-threads $NCPU; nothing pinned: dnsperf and knotd share the $NCPU CPUs with the server

@@ -207,11 +207,15 @@ static void drain_replies(struct worker *w, bool own)
 	}
 }
 
+/* Events per epoll_wait. Colocated, each miss in flight has its own upstream socket in this
+ * epoll (libunbound's port randomisation), so at saturation hundreds can be ready at once. */
+#define WORKER_BATCH 256
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	mq_set_own(&w->replies);
-	struct epoll_event events[64];
+	struct epoll_event events[WORKER_BATCH];
 	uint64_t now = clock_ns(), last_sweep = now;
 	bool stop = false;
 	while (!stop) {
@@ -221,7 +225,7 @@ static void *worker_main(void *arg)
 			if (next >= 0 && next < timeout)
 				timeout = next;
 		}
-		int n = epoll_wait(w->epfd, events, 64, timeout);
+		int n = epoll_wait(w->epfd, events, WORKER_BATCH, timeout);
 		if (w->loop != NULL)
 			uloop_batch_begin(w->loop);
 		refresh_snapshot(w);
