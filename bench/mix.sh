@@ -395,8 +395,15 @@ T_START=$(date +%s)
 for T in "${TSETS[@]}"; do
   pd_conf "$T" "$IT_TMP/partdns-$T.yaml"
   ub_conf "$T" "$UB_DIR/unbound-$T.conf"
-  # the flagged e-names, once (the store outlives the daemons)
-  [ -n "$(pdctl domain list | head -n 1)" ] || pdctl domain import "$QDIR/domains.txt" >/dev/null
+  # the flagged e-names, once (the store outlives the daemons); partdnsctl writes the store
+  # itself while no daemon runs, and needs this setting's config to find it (before the first
+  # start pdctl had no config, its error counted as a listing, and the first setting ran with no
+  # EDNS domains at all)
+  PD_CONF=$IT_TMP/partdns-$T.yaml
+  nflag=$(pdctl domain list | grep -c '^e[0-9]*\.customer\.example\. ' || true)
+  [ "$nflag" != 0 ] || pdctl domain import "$QDIR/domains.txt" >/dev/null
+  nflag=$(pdctl domain list | grep -c '^e[0-9]*\.customer\.example\. ' || true)
+  [ "$nflag" = "$NAMES" ] || bdie "the store lists $nflag EDNS domains, not $NAMES"
   if [ "$T" = 1 ] && [ "$PIN" = 1 ]; then
     PINNED=1
     pin_to "$CLIENT_CPU" $(knot_pids)
