@@ -17,7 +17,12 @@
  * epoll_wait, the loop's entries are tagged so uloop_ready() knows them,
  * and the listener runs the loop's due timers once per turn. (Nesting the
  * loop's epoll fd in the listener's instead costs a second epoll_wait for
- * every batch with an upstream answer in it.)
+ * every batch with an upstream answer in it.) Sharing assumes what
+ * libunbound does (netevent.c comm_point_close): an event is deleted before
+ * its fd is closed. Were a socket closed while registered and its number
+ * taken by one of the host's, the old event's deletion would unregister
+ * the host's socket; the host's TCP connections have idle timeouts, so
+ * that would cost one stalled connection, not a stalled listener.
  *
  * Events keep libevent's meaning, which is what libunbound was written
  * against (UB_EV_* are libevent's EV_* values): level-triggered; a
