@@ -400,9 +400,9 @@ for T in "${TSETS[@]}"; do
   # start pdctl had no config, its error counted as a listing, and the first setting ran with no
   # EDNS domains at all)
   PD_CONF=$IT_TMP/partdns-$T.yaml
-  nflag=$(pdctl domain list | grep -c '^e[0-9]*\.customer\.example\. ' || true)
-  [ "$nflag" != 0 ] || pdctl domain import "$QDIR/domains.txt" >/dev/null
-  nflag=$(pdctl domain list | grep -c '^e[0-9]*\.customer\.example\. ' || true)
+  flagged() { pdctl domain list | grep -c '^e[0-9]*\.customer\.example\. ' || true; }
+  [ "$(flagged)" != 0 ] || pdctl domain import "$QDIR/domains.txt" >/dev/null
+  nflag=$(flagged)
   [ "$nflag" = "$NAMES" ] || bdie "the store lists $nflag EDNS domains, not $NAMES"
   if [ "$T" = 1 ] && [ "$PIN" = 1 ]; then
     PINNED=1
