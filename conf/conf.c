@@ -13,6 +13,7 @@
 #include "conf/state.h"
 #include "conf/text.h"
 #include "conf/ytree.h"
+#include "util/file.h"
 
 const char *conf_strerror(int err)
 {
@@ -66,7 +67,7 @@ static void load_include(struct loader *L)
 		size_t saved = conf_key_push(L, "partitions");
 		conf_key_push(L, "include");
 		conf_error(L, st->include_node, false, "cannot read include file '%s': %s", path,
-		           rc == -EINVAL ? "not a regular file" : strerror(-rc));
+		           file_strerror(rc));
 		conf_key_pop(L, saved);
 		L->include_failed = true;
 		return;
@@ -197,7 +198,7 @@ int conf_load_plan(const char *path, const char *plan, size_t plan_len, const ch
 	int rc = conf_read_file(path, false, &text, &len);
 	if (rc != 0) {
 		if (err != NULL) {
-			fprintf(err, "%s: error: cannot read: %s\n", path, strerror(-rc));
+			fprintf(err, "%s: error: cannot read: %s\n", path, file_strerror(rc));
 			fflush(err);
 		}
 		if (nerrors != NULL)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "conf/report.h"
+#include "util/file.h"
 
 #define LOCAL_DEFAULT_TTL 3600
 
@@ -94,9 +95,9 @@ static long cname_clash(ldns_rr_list *all)
 static void parse_file(struct loader *L, struct conf_local_zone *z, const ldns_rdf *origin, const struct ynode *fnode,
                        ldns_rr_list *all)
 {
-	FILE *f = fopen(z->file, "r");
+	FILE *f = file_fopen_regular(z->file); /* never a FIFO: its open() would hold the reload */
 	if (f == NULL) {
-		conf_error(L, fnode, true, "cannot read the zone file: %s", strerror(errno));
+		conf_error(L, fnode, true, "cannot read the zone file %s: %s", z->file, file_strerror(errno));
 		return;
 	}
 	ldns_zone *zone = NULL;

@@ -7,16 +7,28 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "util/file.h"
 
 /* Largest config or include file read (an ISP's full prefix list is a few MiB). */
 #define CONF_FILE_MAX ((size_t)256 << 20)
+/* A main config given as a pipe (-c /dev/stdin) must be written within this long. */
+#define CONF_PIPE_MS 5000
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 int conf_addr_parse_why(const char *text, uint16_t default_port, struct conf_addr *out,
                         const char **why)
@@ -165,19 +177,15 @@ int conf_read_file(const char *path, bool regular_only, char **buf, size_t *len)
 {
 	*buf = NULL;
 	*len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	/* Never blocking in open(): a FIFO named as an include or a password
+	 * file held the reload, and the control socket with it, for good. */
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	if (S_ISDIR(st.st_mode) || (regular_only && !S_ISREG(st.st_mode))) {
-		close(fd);
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	}
+	int fd = regular_only ? file_open_regular(path, &st) : file_open_nonblock(path, &st);
+	if (fd < 0)
+		return fd;
+	/* A pipe stays non-blocking: its reads wait in poll(), up to a deadline. */
+	bool pipe = !S_ISREG(st.st_mode);
+	int64_t deadline = mono_ms() + CONF_PIPE_MS;
 	size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
 	if (cap > CONF_FILE_MAX + 1)
 		cap = CONF_FILE_MAX + 1;
@@ -200,6 +208,20 @@ int conf_read_file(const char *path, bool regular_only, char **buf, size_t *len)
 			cap = ncap;
 		}
 		ssize_t r = read(fd, b + n, cap - n - 1);
+		if (r < 0 && pipe && errno == EAGAIN) {
+			int64_t left = deadline - mono_ms();
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
+			if (pr == 0) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+			if (pr < 0 && errno != EINTR) {
+				rc = -errno;
+				break;
+			}
+			continue;
+		}
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;

@@ -40,5 +40,11 @@ int conf_source_parse_why(const char *text, struct conf_addr *out, const char **
  */
 int conf_name_normalize(const char *text, char *out, size_t size);
 
-/** Read a whole file (size-capped). @return 0 (*buf malloc'd, NUL-terminated) or -errno. */
+/**
+ * Read a whole file (size-capped), never blocking in open() (util/file.h).
+ * @param regular_only refuse anything but a regular file (-EINVAL, -EISDIR);
+ *        else a pipe or device is read too, with CONF_PIPE_MS in all
+ *        (-ETIMEDOUT), for a main config given as -c /dev/stdin.
+ * @return 0 (*buf malloc'd, NUL-terminated) or -errno (file_strerror() words it).
+ */
 int conf_read_file(const char *path, bool regular_only, char **buf, size_t *len);

@@ -888,6 +888,64 @@ static void test_large_include(void **state)
 }
 
 /* Errors are all counted and ordered by position, whatever stage found them. */
+/*
+ * A FIFO where a file is named (issue 32): the partitions include and a
+ * local zone file are refused at once with the file's name and the key's
+ * position; open() of a FIFO without a writer used to wait for one, and
+ * the daemon's reload with it. A main config given as a FIFO nobody
+ * writes to reads as empty instead of waiting. The alarm fails a hang.
+ */
+static void test_fifo_refused(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/partdns-conf-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char main_path[64], fifo_path[64];
+	snprintf(main_path, sizeof(main_path), "%s/partdns.yaml", dir);
+	snprintf(fifo_path, sizeof(fifo_path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo_path, 0600), 0);
+	alarm(20);
+
+	FILE *f = fopen(main_path, "w");
+	assert_non_null(f);
+	fprintf(f, "server:\n  threads: 1\npartitions:\n  include: fifo\n");
+	assert_int_equal(fclose(f), 0);
+	struct capture cap;
+	struct conf *c;
+	int rc = conf_load(main_path, capture_open(&cap), &c, NULL);
+	const char *out = capture_close(&cap);
+	assert_int_equal(rc, CONF_E_INVALID);
+	char want[256];
+	snprintf(want, sizeof(want), "partdns.yaml:4:12: error: cannot read include file '%s': not a regular file", fifo_path);
+	if (strstr(out, want) == NULL)
+		fail_msg("expected\n%s\nin:\n%s", want, out);
+	assert_non_null(strstr(out, "(key 'partitions.include')"));
+	free(cap.text);
+
+	f = fopen(main_path, "w");
+	assert_non_null(f);
+	fprintf(f, "local_zones:\n  - { name: lan.example., type: static, file: %s }\n", fifo_path);
+	assert_int_equal(fclose(f), 0);
+	rc = conf_load(main_path, capture_open(&cap), &c, NULL);
+	out = capture_close(&cap);
+	assert_int_equal(rc, CONF_E_INVALID);
+	snprintf(want, sizeof(want), "cannot read the zone file %s: not a regular file", fifo_path);
+	if (strstr(out, want) == NULL)
+		fail_msg("expected\n%s\nin:\n%s", want, out);
+	free(cap.text);
+
+	/* the main file may be a pipe (-c /dev/stdin), but one nobody writes ends at once */
+	rc = conf_load(fifo_path, capture_open(&cap), &c, NULL);
+	out = capture_close(&cap);
+	assert_int_equal(rc, CONF_E_INVALID);
+	assert_non_null(strstr(out, "the file is empty"));
+	free(cap.text);
+	alarm(0);
+	unlink(fifo_path);
+	unlink(main_path);
+	rmdir(dir);
+}
+
 static void test_error_order(void **state)
 {
 	const char *text =
@@ -924,7 +982,7 @@ int main(void)
 		cmocka_unit_test(test_data_files),     cmocka_unit_test(test_load_string_name),
 		cmocka_unit_test(test_include_dir),    cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_shipped_config), cmocka_unit_test(test_province_config), cmocka_unit_test(test_large_include),
-		cmocka_unit_test(test_error_order),
+		cmocka_unit_test(test_error_order),    cmocka_unit_test(test_fifo_refused),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }
