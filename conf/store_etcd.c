@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "conf/text.h"
+#include "util/file.h"
 #include "util/vec.h"
 
 /* Retries of a change that lost a race with another writer. */
@@ -96,7 +97,7 @@ struct etcd *store_etcd_client(const struct conf *c)
 		size_t len;
 		int err = conf_read_file(ec->password_file, true, &password, &len);
 		if (err != 0) {
-			store_remote_error_set("store.etcd.password_file %s: %s", ec->password_file, strerror(-err));
+			store_remote_error_set("store.etcd.password_file %s: %s", ec->password_file, file_strerror(err));
 			goto done;
 		}
 		password[strcspn(password, "\r\n")] = '\0'; /* the first line */
