@@ -9,7 +9,7 @@
 /* Every counter, in the order stats prints them. */
 #define COUNTER_LIST(X) \
 	X(queries) X(udp) X(tcp) X(hits) X(misses) X(coalesced) X(prefetches) X(stale) X(edns_queries) X(normal_queries) \
-	X(noerror) X(nxdomain) X(servfail) X(refused) X(formerr) X(notimp) X(badvers) X(dropped) \
+	X(noerror) X(nxdomain) X(servfail) X(refused) X(formerr) X(notimp) X(badvers) X(dropped) X(unanswered) \
 	X(truncated) X(overload) X(upstream_queries) X(upstream_timeouts) X(upstream_mismatch) \
 	X(upstream_errors) X(ub_lookups) X(tcp_refused_client) X(tcp_refused_full) X(tcp_evicted) X(tcp_slow_closed) X(tcp_idle_closed) X(tcp_paused) \
 	X(ratelimited) X(zone_limited) X(zone_limited_early) X(dnstap_dropped) X(dnssec_secure) X(dnssec_insecure) X(dnssec_bogus) \

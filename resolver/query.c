@@ -12,6 +12,7 @@
 #include "resolver/classify.h"
 #include "resolver/clock.h"
 #include "resolver/local.h"
+#include "resolver/log.h"
 #include "resolver/rpz.h"
 #include "resolver/rpz_xfr.h"
 #include "resolver/route.h"
@@ -54,10 +55,26 @@ static int reply_error(struct query_ctx *x, const struct wire_query *q, int rcod
 }
 
 /*
+ * A query dropped on purpose (policy, rate, garbage): counted, and noted
+ * for the exit's check (settle). Every path that sends nothing goes
+ * through here. @return 0, what the query path returns for a drop.
+ */
+static int drop(struct query_ctx *x)
+{
+	counter_inc(&x->ctr->dropped);
+	x->dropped = true;
+	return 0;
+}
+
+/* The SERVFAIL of an answer partdns decided but cannot write (local data, a policy). */
+static const struct wire_ede unanswerable_ede = { WIRE_EDE_INVALID_DATA, "local data or policy cannot be answered" };
+
+/*
  * An answer partdns made itself (local data, a policy: msg, taken) written
  * to out as a reply to q, through a blob like a cached answer, so DO, TC,
  * the client's case and ECS echo follow the same rules. @return its length,
- * or -1 (out of memory: the caller resolves instead).
+ * or -1: it cannot be written (out of memory, or data no reply can carry:
+ * a CNAME loop, a name longer than 255 bytes, more than 64 KiB).
  */
 static int made_write(struct query_ctx *x, const struct wire_query *q, uint8_t *msg, size_t len,
                       const struct ecs *echo, bool count, uint8_t *out, size_t limit)
@@ -70,10 +87,22 @@ static int made_write(struct query_ctx *x, const struct wire_query *q, uint8_t *
 	if (rc != 0)
 		return -1;
 	int n = wire_answer_write(q, NULL, blob, blen, 0, echo, out, limit);
-	if (count)
+	if (count && n > 0)
 		count_rcode(x, wire_blob_rcode(blob, blen));
 	free(blob);
-	return n > 0 ? n : 0;
+	return n > 0 ? n : -1;
+}
+
+/*
+ * made_write, and when that fails, SERVFAIL: local data or a policy
+ * decided the query, so resolving it instead would leak past the decision,
+ * and sending nothing would leave the client waiting. @return the length.
+ */
+static int made_reply(struct query_ctx *x, const struct wire_query *q, uint8_t *msg, size_t len,
+                      const struct ecs *echo, uint8_t *out, size_t limit)
+{
+	int n = made_write(x, q, msg, len, echo, true, out, limit);
+	return n > 0 ? n : reply_error(x, q, WIRE_RCODE_SERVFAIL, echo, &unanswerable_ede, out, limit);
 }
 
 /* Local data (local_zones) decides for q: an answer or REFUSED (@return its length), or nothing (-1: go on). */
@@ -96,10 +125,8 @@ static int local_reply(struct query_ctx *x, const struct wire_query *q, const st
 		echo = who->echo_ecs;
 		echo.scope = echo.source; /* the answer is the city's */
 	}
-	int n = made_write(x, q, msg, len, who->echo ? &echo : NULL, true, out, limit);
-	if (n >= 0)
-		counter_inc(&x->ctr->local_answers);
-	return n;
+	counter_inc(&x->ctr->local_answers);
+	return made_reply(x, q, msg, len, who->echo ? &echo : NULL, out, limit);
 }
 
 static int decide_target(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
@@ -119,14 +146,17 @@ static int decide_target(struct query_ctx *x, const struct query_client *cl, con
 static int rewrite_finish(struct query_ctx *x, struct waiter_rewrite *rw, const struct wire_query *target_q,
                           const uint8_t *in, int n, uint8_t *out, size_t limit)
 {
-	if (n <= 0) { /* dropped (a policy of the target) */
-		free(rw);
-		return n < 0 ? 0 : n;
-	}
 	struct wire_query q = *target_q; /* the client's question again */
 	memcpy(q.qname, rw->qname, rw->qname_len);
 	wire_name_lower(rw->qname, rw->qname_len, q.qname_lc);
 	q.qname_len = rw->qname_len;
+	if (n <= 0) {
+		/* 0: dropped (a policy of the target; counted); -1 with the
+		 * rewrite still here: nobody waits for the target (a waiter
+		 * would have taken it), so the client is answered now */
+		free(rw);
+		return n == 0 ? 0 : reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
+	}
 	uint8_t *spliced;
 	size_t slen;
 	if (wire_splice(rw->msg, rw->msg_len, in, (size_t)n, &spliced, &slen) != 0) {
@@ -141,7 +171,7 @@ static int rewrite_finish(struct query_ctx *x, struct waiter_rewrite *rw, const 
 	}
 	free(rw);
 	int len = made_write(x, &q, spliced, slen, NULL, false, out, limit); /* counted as the target's reply */
-	return len >= 0 ? len : reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit);
+	return len > 0 ? len : reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
 }
 
 /* Follow the rewrite msg (taken) for q: @return the reply's length, 0, or -1 (waiting). */
@@ -151,11 +181,17 @@ static int rewrite_follow(struct query_ctx *x, const struct query_client *cl, co
 	struct wire_query tq = *q;
 	uint8_t *tmp = malloc(65535);
 	struct waiter_rewrite *rw = malloc(sizeof(*rw) + len);
-	if (tmp == NULL || rw == NULL ||
-	    wire_cname_target(msg, len, q->qname_lc, q->qname_len, q->qtype, tq.qname, &tq.qname_len) != 1) {
+	int t = tmp == NULL || rw == NULL
+	                ? -ENOMEM
+	                : wire_cname_target(msg, len, q->qname_lc, q->qname_len, q->qtype, tq.qname, &tq.qname_len);
+	if (t != 1) {
 		free(tmp);
 		free(rw);
-		return made_write(x, q, msg, len, NULL, true, out, limit);
+		if (t == 0) /* nothing to follow */
+			return made_reply(x, q, msg, len, NULL, out, limit);
+		/* a loop (a CNAME to the name itself), or a target no reply can carry */
+		free(msg);
+		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
 	}
 	wire_name_lower(tq.qname, tq.qname_len, tq.qname_lc);
 	memcpy(rw->qname, q->qname, q->qname_len);
@@ -193,8 +229,9 @@ static int rpz_reply(struct query_ctx *x, const struct query_client *cl, const s
 	case RPZ_PASS:
 		return -1;
 	case RPZ_DROP:
-		counter_inc(&x->ctr->dropped);
-		return 0;
+		return drop(x);
+	case RPZ_FAIL:
+		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
 	case RPZ_CNAME:
 		if (x->rewrite == NULL) { /* one hop: a rewrite of the target is answered as it stands */
 			int n = rewrite_follow(x, cl, q, who, msg, len, out, limit);
@@ -205,7 +242,7 @@ static int rpz_reply(struct query_ctx *x, const struct query_client *cl, const s
 	case RPZ_ANSWER:
 		break;
 	}
-	return made_write(x, q, msg, len, NULL, true, out, limit);
+	return made_reply(x, q, msg, len, NULL, out, limit);
 }
 
 /*
@@ -265,13 +302,12 @@ static int rpz_chain(struct query_ctx *x, const struct wire_query *q, unsigned p
 				*clean = rpz_clean(x->snap->rpz, t, tl);
 			continue;
 		case RPZ_DROP:
-			counter_inc(&x->ctr->dropped);
-			return 0;
+			return drop(x);
+		case RPZ_FAIL:
+			return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
 		case RPZ_CNAME:
-		case RPZ_ANSWER: {
-			int n = made_write(x, q, msg, mlen, NULL, true, out, limit);
-			return n > 0 ? n : len;
-		}
+		case RPZ_ANSWER:
+			return made_reply(x, q, msg, mlen, NULL, out, limit);
 		}
 	}
 	return len;
@@ -288,13 +324,12 @@ static int over_limit(struct query_ctx *x, const struct query_client *cl, const 
 	if (action == CONF_LIMIT_SLIP && (++x->slip & 1) == 0) {
 		int n = wire_write_error(q, WIRE_RCODE_NOERROR, NULL, NULL, out, limit);
 		if (n <= 0)
-			return 0;
+			return drop(x);
 		out[2] |= WIRE_FLAG_TC >> 8;
 		counter_inc(&x->ctr->truncated);
 		return n;
 	}
-	counter_inc(&x->ctr->dropped);
-	return 0;
+	return drop(x);
 }
 
 /* ---- cache hits ---- */
@@ -532,6 +567,7 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
 	wt->q = *q;
 
 	struct job *job;
+	x->handed_on = true; /* the waiter is the job's now: its reply comes through x->replies */
 	if (inflight_join(x->inflight, rt->key, rt->klen, x->snap, wt, &job) == 0) {
 		free(prefix);
 		counter_inc(&x->ctr->coalesced);
@@ -648,10 +684,8 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	counter_inc(&x->ctr->queries);
 	counter_inc(cl->tcp ? &x->ctr->tcp : &x->ctr->udp);
 	int rc = wire_parse_query(pkt, len, &q);
-	if (rc == WIRE_E_DROP) {
-		counter_inc(&x->ctr->dropped);
-		return 0;
-	}
+	if (rc == WIRE_E_DROP)
+		return drop(x);
 	int error_rcode = -1;
 	if (rc == WIRE_E_FORMERR)
 		error_rcode = WIRE_RCODE_FORMERR;
@@ -666,10 +700,8 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	/* ACL and what a resolver does not serve */
 	const struct conf *c = x->snap->conf;
 	struct classify who;
-	if (!classify_addr(cl->peer, &who.family, &who.addr)) {
-		counter_inc(&x->ctr->dropped);
-		return 0;
-	}
+	if (!classify_addr(cl->peer, &who.family, &who.addr))
+		return drop(x);
 	classify_lists(x->snap, &who); /* allow, exempt, trusted ECS: one lookup */
 	/* a client over its rate (server.client_qps), unless exempt: before any
 	 * reply, so a spoofed flood of bad or refused queries is limited too */
@@ -941,18 +973,66 @@ static int answer(struct query_ctx *x, struct waiter *wt, uint8_t *out, size_t c
 	return n;
 }
 
+/* ---- the one exit: a reply, a counted drop, or a waiter ---- */
+
+/*
+ * What settle answers a query the path left with none of the three: a
+ * bare SERVFAIL fits any client's buffer (header, question, OPT), so it
+ * does not depend on the UDP size the query path would have used.
+ */
+#define SETTLE_LIMIT 512
+
+/* Left unanswered (n: what the path returned): SERVFAIL to q, or a drop when even that cannot be written. */
+static int settle_fail(struct query_ctx *x, const struct wire_query *q, int n, uint8_t *out, size_t limit)
+{
+	static struct log_limit lim;
+	counter_inc(&x->ctr->unanswered);
+	log_limited(&lim, LOG_LEVEL_ERR, "a query the query path left with no reply, drop or waiter (%d): SERVFAIL (a bug)",
+	            n);
+	int len = reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit < SETTLE_LIMIT ? limit : SETTLE_LIMIT);
+	return len > 0 ? len : drop(x);
+}
+
+/*
+ * Did the query path end the query one of the three ways query_process
+ * promises? 0 must come with a counted drop (drop()), -1 with a waiter
+ * handed on (start_miss); a reply is anything longer. One test per query
+ * (the flags are cleared before), so a path that forgets to answer, as a
+ * policy's CNAME loop once did, costs a SERVFAIL instead of a client that
+ * waits for nothing and a TCP connection that never closes.
+ */
+static inline bool settled(const struct query_ctx *x, int n)
+{
+	return n > 0 || (n == 0 && x->dropped) || (n < 0 && x->handed_on);
+}
+
+static int process_settled(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
+                           uint8_t *out, size_t cap)
+{
+	x->dropped = false;
+	x->handed_on = false;
+	int n = process(x, cl, pkt, len, out, cap);
+	if (__builtin_expect(settled(x, n), 1))
+		return n;
+	struct wire_query q;
+	int rc = wire_parse_query(pkt, len, &q);
+	if (rc == WIRE_E_DROP) /* (process drops those itself: cannot be) */
+		return drop(x);
+	return settle_fail(x, &q, n, out, cap);
+}
+
 /* ---- dnstap (server.dnstap): what clients asked and what they were told ---- */
 
 int query_process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
                   uint8_t *out, size_t cap)
 {
 	if (x->tap == NULL) /* off: this branch is all it costs */
-		return process(x, cl, pkt, len, out, cap);
+		return process_settled(x, cl, pkt, len, out, cap);
 	struct dnstap_msg m = { .type = DNSTAP_CLIENT_QUERY, .tcp = cl->tcp, .query_addr = cl->peer,
 	                        .response_addr = cl->listener, .query_time = dnstap_now(), .query = pkt,
 	                        .query_len = len };
 	dnstap_log(x->tap, &m);
-	int n = process(x, cl, pkt, len, out, cap);
+	int n = process_settled(x, cl, pkt, len, out, cap);
 	if (n > 0) { /* answered at once; a waiter's reply is logged by query_answer */
 		m.type = DNSTAP_CLIENT_RESPONSE;
 		m.response_time = dnstap_now();
@@ -965,7 +1045,11 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 
 int query_answer(struct query_ctx *x, struct waiter *wt, uint8_t *out, size_t cap)
 {
+	x->dropped = false;
+	x->handed_on = false;
 	int n = answer(x, wt, out, cap);
+	if (!settled(x, n))
+		n = settle_fail(x, &wt->q, n, out, cap);
 	if (x->tap == NULL || n <= 0)
 		return n; /* off, nothing to send, or a new waiter took over (it logs the reply) */
 	struct timespec now = dnstap_now();

@@ -39,6 +39,9 @@ struct query_ctx {
 	struct topk *unmatched;         /* networks of clients in no partition (partdnsctl unmatched); NULL = not kept */
 	struct waiter_rewrite *rewrite; /* a policy rewrite being followed: the next waiter made takes it */
 	struct rpz_xfr *xfr;            /* where a primary's NOTIFY goes (rpz_xfr_notify); NULL: refused */
+	/* how the query being processed ended, for the one exit's check (query.c settle) */
+	bool dropped;                   /* a drop was counted on purpose */
+	bool handed_on;                 /* a waiter was joined to a resolution */
 };
 
 /* Where a query came from and how to answer it later. */
@@ -56,8 +59,11 @@ struct query_client {
  * Process one query from cl: answer it from the cache, refuse or drop it,
  * or make it wait for a resolution (a waiter joined or a job dispatched).
  * @param out, cap  where the reply is written (cap: 65535 for TCP)
- * @return the reply length in out, 0 when dropped, -1 when the client
- *         waits (its reply comes through x->replies, see query_answer).
+ * Every query ends one of these three ways: a query the path left with
+ * none of them (a bug) is answered SERVFAIL and counted (unanswered).
+ * @return the reply length in out, 0 when dropped (counted in dropped),
+ *         -1 when the client waits (its reply comes through x->replies,
+ *         see query_answer).
  */
 int query_process(struct query_ctx *x, const struct query_client *cl, const uint8_t *pkt, size_t len,
                   uint8_t *out, size_t cap);
@@ -68,6 +74,7 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
  * partitioned client, through the EDNS pool: a new waiter takes over.
  * A waiter following a policy's rewrite gets the rewrite spliced before
  * its reply (wt->rewrite is taken). The caller frees wt (inflight_waiter_free) in every case.
- * @return the reply length in out, 0 (nothing to send), or -1 (a new waiter took over).
+ * As query_process, every waiter gets a reply, a counted drop or a new waiter.
+ * @return the reply length in out, 0 (dropped: nothing to send), or -1 (a new waiter took over).
  */
 int query_answer(struct query_ctx *x, struct waiter *wt, uint8_t *out, size_t cap);

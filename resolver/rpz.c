@@ -747,7 +747,7 @@ static enum rpz_verdict respond(const struct pzone *z, const struct prule *r, co
 	}
 	if (m.oom) {
 		free(m.p);
-		return RPZ_PASS;
+		return RPZ_FAIL;
 	}
 	*msg = m.p;
 	*len = m.len;

@@ -32,6 +32,7 @@ enum rpz_verdict {
 	RPZ_ANSWER,  /* *msg is the answer (NXDOMAIN, NODATA or the policy's data) */
 	RPZ_CNAME,   /* *msg is the answer, one CNAME to another name (a rewrite): the caller may follow it */
 	RPZ_DROP,    /* no reply at all */
+	RPZ_FAIL,    /* the policy decided, but its answer cannot be made (out of memory): SERVFAIL, never a pass */
 };
 
 /**
