@@ -28,6 +28,13 @@
  *  - hold many connections: tcp_max_per_client per address (IPv6: per /64)
  *    across all threads, and a full thread closes its longest-idle
  *    connection for a new one.
+ *
+ * And no connection outlives its use: a query dropped on purpose (policy,
+ * rate, garbage; query_process returns 0) ends the connection once the
+ * replies it owes are out, instead of leaving a client to wait for one
+ * that never comes; and a connection its client closed is closed after
+ * tcp_idle_ms without a reply even when queries are still pending, so a
+ * reply lost on the way cannot keep it in CLOSE-WAIT for good.
  */
 
 #define TCP_PENDING_MAX 100u    /* queries waiting for a resolution: reading pauses */
@@ -49,7 +56,7 @@ struct tcp_conn {
 	uint32_t client[2];       /* this client's counters in the shared table */
 	bool counted;             /* client[] holds a count of ours */
 	bool paused;              /* not read: too much output queued or too many queries pending */
-	bool closing;             /* peer closed its side: close once replies are out */
+	bool closing;             /* peer closed its side, or a query was dropped: close once replies are out */
 	bool dead;                /* closed; freed after the current event batch */
 	bool on_idle;             /* on the thread's idle list */
 	uint32_t events;          /* registered with epoll */
@@ -389,6 +396,13 @@ static void conn_take_messages(struct net_tcp *t, struct tcp_conn *c)
 		off += 2 + mlen;
 		c->active_ns = now; /* a complete query */
 		c->msg_ns = 0;
+		if (len == 0) {
+			/* dropped on purpose: no reply will come, so the client learns
+			 * it from the close, after what is owed; the rest is not read */
+			c->closing = true;
+			off = c->in_len;
+			break;
+		}
 	}
 	if (off > 0) {
 		memmove(c->in, c->in + off, c->in_len - off);
@@ -562,8 +576,14 @@ void net_tcp_reply(struct net_tcp *t, uint64_t conn_id, const uint8_t *msg, int 
 	if (c == NULL)
 		return;
 	c->pending--;
-	if (len > 0)
+	if (len > 0) {
 		conn_queue(c, msg, (size_t)len);
+	} else {
+		/* a waiter's answer dropped on purpose: as a query dropped at once */
+		c->closing = true;
+		c->in_len = 0;
+		c->msg_ns = 0;
+	}
 	conn_service(t, c);
 }
 
@@ -574,8 +594,9 @@ void net_tcp_sweep(struct net_tcp *t)
 		struct tcp_conn *c = t->conns[i];
 		if (c == NULL || conn_too_slow(t, c, now))
 			continue;
-		/* queued replies the client does not take are not activity */
-		if (c->pending == 0 && now - c->active_ns > t->idle_ns) {
+		/* queued replies the client does not take are not activity; a
+		 * client gone waits for nothing (a pending reply lost: closed) */
+		if ((c->pending == 0 || c->closing) && now - c->active_ns > t->idle_ns) {
 			counter_inc(&t->ctr->tcp_idle_closed);
 			conn_close(t, c);
 		}

@@ -44,8 +44,10 @@ void net_tcp_accept(struct net_tcp *t, int fd);
 void net_tcp_event(struct net_tcp *t, struct net_ev *ev, uint32_t events, struct query_ctx *x);
 
 /**
- * A waiter's reply for connection conn_id (len > 0), or none (len <= 0);
- * either way the query stops being pending. A closed connection drops it.
+ * A waiter's reply for connection conn_id (len > 0), or none (len <= 0:
+ * dropped, and the connection ends once the other replies it owes are
+ * out); either way the query stops being pending. A closed connection
+ * drops it.
  */
 void net_tcp_reply(struct net_tcp *t, uint64_t conn_id, const uint8_t *msg, int len);
 
