@@ -306,6 +306,23 @@ static int action_of(const ldns_rr *rr, struct loadrep *rep)
 	return PA_DATA; /* a CNAME rewrite to another name */
 }
 
+/*
+ * Does every name in rr's data fit a reply? ldns joins a relative name to
+ * $ORIGIN without checking the length (as for owners), so a CNAME target
+ * of 200 bytes in a zone of 60 reads as a 260-byte name: a record no reply
+ * can carry, whatever the query, so it is refused here with its zone and
+ * owner rather than found at every query.
+ */
+static bool data_names_fit(const ldns_rr *rr)
+{
+	for (size_t i = 0; i < ldns_rr_rd_count(rr); i++) {
+		const ldns_rdf *d = ldns_rr_rdf(rr, i);
+		if (d != NULL && ldns_rdf_get_type(d) == LDNS_RDF_TYPE_DNAME && ldns_rdf_size(d) > WIRE_MAX_NAME)
+			return false;
+	}
+	return true;
+}
+
 /* Read one record into items. @return 0, 1 (skipped), -ENOMEM. */
 static int take(struct pzone *z, const ldns_rdf *origin, ldns_rr *rr, struct pitem **items, size_t *n, size_t *cap,
                 struct loadrep *rep)
@@ -350,6 +367,14 @@ static int take(struct pzone *z, const ldns_rdf *origin, ldns_rr *rr, struct pit
 	int kind = trigger_kind(rel, rlen, &cip, &why);
 	if (kind < 0) {
 		report(rep, rr, why);
+		return 1;
+	}
+	if (!data_names_fit(rr)) {
+		report(rep, rr, ldns_rr_get_type(rr) == LDNS_RR_TYPE_CNAME
+		                        ? "CNAME target longer than 255 bytes (a relative name joined to the zone's name): "
+		                          "skipped, no reply could carry it"
+		                        : "a name in the data longer than 255 bytes (a relative name joined to the zone's "
+		                          "name): skipped, no reply could carry it");
 		return 1;
 	}
 	int action = action_of(rr, rep);

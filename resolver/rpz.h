@@ -17,8 +17,9 @@ struct rpz;
  * file cannot be read or parsed keeps the version prev has of it (by zone
  * name; an unchanged file is not read again), or is empty when there is
  * none; each problem is logged with the zone, the file and the line. A
- * record with an unknown action or an unsupported trigger is skipped and
- * reported with the zone and owner.
+ * record with an unknown action or an unsupported trigger, or one no reply
+ * could carry (a name in its data past 255 bytes once joined to the
+ * zone's name), is skipped and reported with the zone and owner.
  * @return NULL when c has no rpz, or on ENOMEM (*oom set).
  */
 struct rpz *rpz_build(const struct conf *c, const struct rpz *prev, bool *oom);

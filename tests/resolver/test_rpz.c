@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -87,12 +88,86 @@ static void test_client_ip_duplicates(void **state)
 	fclose(f);
 }
 
+/* rpz_zone_check of text (zone rpz.test.), with what it logged (warnings included) in log. */
+static long check_logged(const char *text, char *log, size_t cap)
+{
+	FILE *cap_f = tmpfile();
+	assert_non_null(cap_f);
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_true(dup2(fileno(cap_f), STDERR_FILENO) >= 0);
+	log_set_level(LOG_LEVEL_WARN);
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	assert_non_null(f);
+	long n = rpz_zone_check("rpz.test.", f);
+	fclose(f);
+	log_set_level(LOG_LEVEL_ERR);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	rewind(cap_f);
+	size_t got = fread(log, 1, cap - 1, cap_f);
+	log[got] = '\0';
+	fclose(cap_f);
+	return n;
+}
+
+/* a label of n letters c */
+static const char *label(char c, int n)
+{
+	static char buf[4][64];
+	static int next;
+	char *b = buf[next++ % 4];
+	memset(b, c, (size_t)n);
+	b[n] = '\0';
+	return b;
+}
+
+/*
+ * A name in the data that passes 255 bytes once the zone's name is joined
+ * to it (a relative CNAME target, an MX exchange) can never be answered:
+ * the record is skipped with the zone and owner in the log, and the rest of
+ * the zone loads. 255 bytes exactly still loads.
+ */
+static void test_data_name_too_long(void **state)
+{
+	(void)state;
+	/* rpz.test. is 10 bytes in wire form; three labels of 60 and one of 61 are 245: 255 in all */
+	char fits[300], over[300];
+	snprintf(fits, sizeof(fits), "%s.%s.%s.%s", label('a', 60), label('b', 60), label('c', 60), label('d', 61));
+	snprintf(over, sizeof(over), "%s.%s.%s.%s", label('a', 60), label('b', 60), label('c', 60), label('d', 62));
+	char zone[2048], log[4096];
+	snprintf(zone, sizeof(zone),
+	         "$TTL 60\n@ SOA ns.rpz.test. h.rpz.test. 1 3600 600 86400 60\n"
+	         "nx.example CNAME .\n"
+	         "long.example CNAME %s\n"    /* 256 bytes with the origin: skipped */
+	         "edge.example CNAME %s\n"    /* 255: loads */
+	         "mx.example MX 10 %s\n"      /* an MX exchange too long: skipped */
+	         "self.example CNAME self.example.\n" /* a loop, but well-formed: loads (SERVFAIL when asked) */
+	         "garden.example CNAME walled.example.\n",
+	         over, fits, over);
+	assert_int_equal(check_logged(zone, log, sizeof(log)), 4); /* nx, edge, self, garden */
+	assert_non_null(strstr(log, "rpz rpz.test.: record at long.example.rpz.test. skipped: CNAME target longer than "
+	                            "255 bytes"));
+	assert_non_null(strstr(log, "rpz rpz.test.: record at mx.example.rpz.test. skipped: a name in the data longer "
+	                            "than 255 bytes"));
+	assert_null(strstr(log, "edge.example"));
+	assert_null(strstr(log, "self.example"));
+
+	/* a wildcard trigger's overlong target, and a trigger whose only record is skipped: no trigger */
+	snprintf(zone, sizeof(zone),
+	         "$TTL 60\n@ SOA ns.rpz.test. h.rpz.test. 1 3600 600 86400 60\n*.wild.example CNAME %s\n", over);
+	assert_int_equal(check_logged(zone, log, sizeof(log)), 0);
+	assert_non_null(strstr(log, "wild.example.rpz.test. skipped: CNAME target longer"));
+}
+
 int main(void)
 {
 	log_set_level(LOG_LEVEL_ERR);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_client_ip_triggers),
 		cmocka_unit_test(test_client_ip_duplicates),
+		cmocka_unit_test(test_data_name_too_long),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
