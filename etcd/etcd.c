@@ -22,11 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Largest answer to one request: ranges are read in pages (see callers), so
- * a bigger body is a broken or hostile server, not data. */
+#include "util/file.h"
+
+/* Largest answer to one request unless the caller says less (etcd_range's
+ * max_bytes): ranges are read in pages bounded in bytes (see callers), so a
+ * bigger body is a broken or hostile server, or a value no reader takes. */
 #define ETCD_BODY_MAX ((size_t)64 << 20)
-/* Largest single watch response (one transaction's events). */
-#define ETCD_WATCH_OBJECT_MAX ((size_t)64 << 20)
 
 struct etcd {
 	char **endpoints;
@@ -35,6 +36,7 @@ struct etcd {
 	char *username, *password, *ca, *cert, *key;
 	unsigned timeout_ms;
 	char *token;           /* "Authorization" header value; NULL before authenticating */
+	size_t body_max;       /* the next answer's cap (0: ETCD_BODY_MAX) */
 	CURL *curl;
 	char member[256];
 	char err[512];
@@ -127,6 +129,8 @@ const char *etcd_strerror(int err)
 		return "stopped";
 	case ETCD_E_NOMEM:
 		return "out of memory";
+	case ETCD_E_TOOBIG:
+		return "etcd's answer was larger than the client reads";
 	default:
 		return "unknown etcd error";
 	}
@@ -138,6 +142,21 @@ __attribute__((format(printf, 2, 3))) static void set_err(struct etcd *e, const 
 	va_start(ap, fmt);
 	vsnprintf(e->err, sizeof(e->err), fmt, ap);
 	va_end(ap);
+}
+
+/* libcurl opens the TLS files itself, with a blocking open(): a FIFO named
+ * there would hold the calling thread for good (util/file.h). */
+static int tls_files_check(struct etcd *e)
+{
+	const char *const files[] = { e->ca, e->cert, e->key };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		int rc = files[i] != NULL ? file_check_regular(files[i]) : 0;
+		if (rc != 0) {
+			set_err(e, "TLS file %s: %s", files[i], file_strerror(rc));
+			return ETCD_E_UNAVAILABLE;
+		}
+	}
+	return 0;
 }
 
 const char *etcd_prefix_end(const char *prefix, char *buf, size_t size)
@@ -295,16 +314,43 @@ static void kv_clear(struct etcd_kv *kv)
 	memset(kv, 0, sizeof(*kv));
 }
 
-/* A KeyValue: key required; value may be absent (empty, or a delete event). */
-static bool j_kv(json_object *o, struct etcd_kv *kv)
+/* What the watch parser leaves of a JSON string too long to read: "!" and its length ("!" is no base64). */
+#define ELIDED_MARK '!'
+
+/* Whether s is the watch parser's stand-in for a string too long to read. */
+static bool elided(const char *s)
+{
+	return s[0] == ELIDED_MARK;
+}
+
+/*
+ * A KeyValue: key required; value may be absent (empty, or a delete event).
+ * What etcd may hold but a caller cannot take as text is kept, with kv->bad
+ * saying why, so that the caller can name it and go on: a key with a NUL
+ * byte (etcd keys are any bytes) and, from the watch parser (cut), a value
+ * or key too long to read. @return false for what etcd's gateway never sends.
+ */
+static bool j_kv(json_object *o, struct etcd_kv *kv, bool cut)
 {
 	memset(kv, 0, sizeof(*kv));
 	const char *k = j_str(o, "key"), *v = j_str(o, "value");
-	if (k == NULL || (v == NULL && !j_absent(o, "value")) || (kv->key = (char *)b64_decode(k, &kv->keylen)) == NULL)
+	if (k == NULL || (v == NULL && !j_absent(o, "value")))
 		return false;
-	if (strlen(kv->key) != kv->keylen) /* keys are our text: a NUL inside is not ours */
+	if (cut && elided(k)) {
+		kv->bad = "the key is too long to read";
+		kv->key = calloc(1, 1);
+	} else if ((kv->key = (char *)b64_decode(k, &kv->keylen)) == NULL) {
+		return false;
+	} else if (strlen(kv->key) != kv->keylen) {
+		kv->bad = "the key holds a NUL byte";
+	}
+	if (kv->key == NULL)
 		goto bad;
-	if (v != NULL) {
+	if (v != NULL && cut && elided(v)) {
+		kv->bad = kv->bad ? kv->bad : "the value is too large to read";
+		if ((kv->value = calloc(1, 1)) == NULL)
+			goto bad;
+	} else if (v != NULL) {
 		if ((kv->value = b64_decode(v, &kv->vlen)) == NULL)
 			goto bad;
 	} else if ((kv->value = calloc(1, 1)) == NULL) {
@@ -313,6 +359,11 @@ static bool j_kv(json_object *o, struct etcd_kv *kv)
 	if (!j_i64(o, "create_revision", &kv->create_revision) || !j_i64(o, "mod_revision", &kv->mod_revision) ||
 	    !j_i64(o, "lease", &kv->lease) || kv->mod_revision < 0 || kv->create_revision < 0)
 		goto bad;
+	if (kv->bad != NULL && kv->vlen > 0) {
+		/* only to be named: no value a caller could take by mistake */
+		kv->value[0] = '\0';
+		kv->vlen = 0;
+	}
 	return true;
 bad:
 	kv_clear(kv);
@@ -356,6 +407,7 @@ static json_object *parse_object(const char *buf, size_t len)
 struct body {
 	char *buf;
 	size_t len, cap;
+	size_t max;    /* the cap */
 	bool too_big;
 };
 
@@ -363,7 +415,7 @@ static size_t body_write(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct body *b = arg;
 	size_t n = size * nmemb;
-	if (b->len + n + 1 > ETCD_BODY_MAX) {
+	if (b->len + n + 1 > b->max) {
 		b->too_big = true;
 		return 0;
 	}
@@ -451,11 +503,13 @@ static int request(struct etcd *e, const char *path, const char *body, json_obje
 	int rc = ETCD_E_UNAVAILABLE;
 	bool reauthed = false;
 	*out = NULL;
+	if (tls_files_check(e) != 0)
+		return ETCD_E_UNAVAILABLE;
 	for (size_t tried = 0; tried < e->nendpoints; tried++) {
 		size_t i = (e->cur + tried) % e->nendpoints;
 		char url[512];
 		snprintf(url, sizeof(url), "%s%s", e->endpoints[i], path);
-		struct body b = { 0 };
+		struct body b = { .max = e->body_max ? e->body_max : ETCD_BODY_MAX };
 		struct curl_slist *h = setup(e, url, body);
 		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
 		curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, body_write);
@@ -466,11 +520,11 @@ static int request(struct etcd *e, const char *path, const char *body, json_obje
 		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
 		if (cc != CURLE_OK) {
 			if (b.too_big)
-				set_err(e, "%s: answer larger than %zu bytes", url, ETCD_BODY_MAX);
+				set_err(e, "%s: answer larger than %zu bytes", url, b.max);
 			else
 				set_err(e, "%s: %s", url, curl_easy_strerror(cc));
 			free(b.buf);
-			rc = b.too_big ? ETCD_E_PROTOCOL : ETCD_E_UNAVAILABLE;
+			rc = b.too_big ? ETCD_E_TOOBIG : ETCD_E_UNAVAILABLE;
 			if (b.too_big)
 				return rc;
 			continue;
@@ -573,7 +627,7 @@ static int range_from_json(json_object *ans, struct etcd_range *out)
 			goto done;
 		}
 		for (size_t i = 0; i < n; i++) {
-			if (!j_kv(json_object_array_get_idx(kvs, i), &out->kvs[i]))
+			if (!j_kv(json_object_array_get_idx(kvs, i), &out->kvs[i], false))
 				goto done;
 			out->n++;
 		}
@@ -596,21 +650,24 @@ int etcd_parse_range(const char *json, size_t len, struct etcd_range *out)
 	return rc;
 }
 
-int etcd_get(struct etcd *e, const char *key, const char *end, int64_t revision, size_t limit,
-             struct etcd_range *out)
+int etcd_range(struct etcd *e, const struct etcd_get_opts *o, struct etcd_range *out)
 {
 	memset(out, 0, sizeof(*out));
 	json_object *req = json_object_new_object(), *ans;
 	if (req == NULL)
 		return ETCD_E_NOMEM;
-	json_object_object_add(req, "key", j_b64(key, strlen(key)));
-	if (end != NULL)
-		json_object_object_add(req, "range_end", j_b64(end, strlen(end)));
-	if (revision > 0)
-		json_object_object_add(req, "revision", json_object_new_int64(revision));
-	if (limit > 0)
-		json_object_object_add(req, "limit", json_object_new_int64((int64_t)limit));
+	json_object_object_add(req, "key", j_b64(o->key, o->keylen ? o->keylen : strlen(o->key)));
+	if (o->end != NULL)
+		json_object_object_add(req, "range_end", j_b64(o->end, strlen(o->end)));
+	if (o->revision > 0)
+		json_object_object_add(req, "revision", json_object_new_int64(o->revision));
+	if (o->limit > 0)
+		json_object_object_add(req, "limit", json_object_new_int64((int64_t)o->limit));
+	if (o->keys_only)
+		json_object_object_add(req, "keys_only", json_object_new_boolean(true));
+	e->body_max = o->max_bytes;
 	int rc = call(e, "/v3/kv/range", req, &ans);
+	e->body_max = 0;
 	if (rc != 0)
 		return rc;
 	rc = range_from_json(ans, out);
@@ -618,6 +675,13 @@ int etcd_get(struct etcd *e, const char *key, const char *end, int64_t revision,
 		set_err(e, "%s: a range answer that is not etcd's", e->member);
 	json_object_put(ans);
 	return rc;
+}
+
+int etcd_get(struct etcd *e, const char *key, const char *end, int64_t revision, size_t limit,
+             struct etcd_range *out)
+{
+	struct etcd_get_opts o = { .key = key, .end = end, .revision = revision, .limit = limit };
+	return etcd_range(e, &o, out);
 }
 
 int etcd_txn(struct etcd *e, const struct etcd_cmp *cmp, size_t ncmp, const struct etcd_op *ops, size_t nops,
@@ -731,12 +795,29 @@ int etcd_lease_revoke(struct etcd *e, int64_t id)
  * json-c's own incremental parse reads a broken number differently when a
  * piece ends inside it ("1-2" is 1 when cut after the 1, an error when not),
  * so what fn saw would hang on how TCP cut the stream.
+ *
+ * Size: a JSON string longer than value_max (a value nobody reads, or one
+ * put by mistake) is not kept: the message holds "!LENGTH" in its place,
+ * and j_kv hands the kv over with bad set, its key named. So one large
+ * event costs a read, not memory, and never ends the stream: a stream that
+ * ended on it would end there again after every reconnect (the watch comes
+ * back from the same revision) and the node would never move on. The
+ * rest of a message is capped at message_max; etcd is asked to fragment
+ * its responses (a 1,000-revision catch-up is one response), so a
+ * message stays near etcd's request limit. Fragments are put together by
+ * revision: fn gets each revision whole, as soon as a later one begins.
  */
 struct etcd_watch_parser {
 	char *buf;           /* the message being read, from its '{' */
 	size_t len, cap;
 	size_t depth;        /* of objects and arrays, outside strings; 0: between messages */
 	bool in_string, escape;
+	bool eliding;        /* the string being read is too long: its bytes are dropped */
+	size_t str_start;    /* where its text starts in buf */
+	size_t str_len;      /* its bytes so far (as sent, escapes and all) */
+	size_t value_max, message_max;
+	struct etcd_event *pending; /* events of fragments not yet handed to fn (an unfinished revision) */
+	size_t npending, pending_cap, pending_bytes;
 	etcd_watch_fn fn;
 	void *arg;
 	int rc;              /* non-zero: the stream ended with it */
@@ -761,14 +842,25 @@ struct etcd_watch_parser *etcd_watch_parser_new(etcd_watch_fn fn, void *arg)
 
 	p->fn = fn;
 	p->arg = arg;
+	p->value_max = ETCD_VALUE_MAX;
+	p->message_max = ETCD_MESSAGE_MAX;
 	return p;
 }
+
+void etcd_watch_parser_limits(struct etcd_watch_parser *p, size_t value_max, size_t message_max)
+{
+	p->value_max = value_max;
+	p->message_max = message_max;
+}
+
+static void events_free(struct etcd_event *ev, size_t n);
 
 void etcd_watch_parser_free(struct etcd_watch_parser *p)
 {
 	if (p == NULL)
 		return;
 	free(p->buf);
+	events_free(p->pending, p->npending);
 	free(p);
 }
 
@@ -792,6 +884,60 @@ static void events_free(struct etcd_event *ev, size_t n)
 	for (size_t i = 0; i < n; i++)
 		kv_clear(&ev[i].kv);
 	free(ev);
+}
+
+/*
+ * The n events of one message (taken over). Without fragments, and on a
+ * response's last fragment, fn gets all of them (with those held); on any
+ * other fragment, the revisions before the last one seen, which no later
+ * fragment can add to (events come in revision order). @return fn's value.
+ */
+static int deliver(struct etcd_watch_parser *p, struct etcd_event *ev, size_t n, bool fragment, int64_t rev,
+                   uint64_t cluster)
+{
+	if (!fragment && p->npending == 0) {
+		int rc = n > 0 ? p->fn(ev, n, rev, cluster, p->arg) : 0;
+		events_free(ev, n);
+		return rc;
+	}
+	if (p->npending + n > p->pending_cap) {
+		size_t cap = p->pending_cap ? p->pending_cap : 16;
+		while (cap < p->npending + n)
+			cap *= 2;
+		struct etcd_event *np = realloc(p->pending, cap * sizeof(*np));
+		if (np == NULL) {
+			events_free(ev, n);
+			return ETCD_E_NOMEM;
+		}
+		p->pending = np;
+		p->pending_cap = cap;
+	}
+	for (size_t i = 0; i < n; i++)
+		p->pending_bytes += ev[i].kv.keylen + ev[i].kv.vlen + sizeof(*ev);
+	if (n > 0)
+		memcpy(p->pending + p->npending, ev, n * sizeof(*ev));
+	p->npending += n;
+	free(ev);
+	size_t ready = p->npending;
+	if (fragment) {
+		/* the last revision seen may go on in the next fragment */
+		while (ready > 0 && p->pending[ready - 1].kv.mod_revision == p->pending[p->npending - 1].kv.mod_revision)
+			ready--;
+		if (p->pending_bytes > p->message_max) {
+			parser_err(p, "one revision's events larger than %zu bytes", p->message_max);
+			return ETCD_E_TOOBIG;
+		}
+	}
+	if (ready == 0)
+		return 0;
+	int rc = p->fn(p->pending, ready, rev, cluster, p->arg);
+	for (size_t i = 0; i < ready; i++) {
+		p->pending_bytes -= p->pending[i].kv.keylen + p->pending[i].kv.vlen + sizeof(*p->pending);
+		kv_clear(&p->pending[i].kv);
+	}
+	memmove(p->pending, p->pending + ready, (p->npending - ready) * sizeof(*p->pending));
+	p->npending -= ready;
+	return rc;
 }
 
 /* One message of the stream. @return 0 to go on, or the reason to stop. */
@@ -824,8 +970,9 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 		parser_err(p, "watch from a compacted revision (oldest kept %" PRId64 ")", compact);
 		return ETCD_E_COMPACTED;
 	}
-	bool canceled, created;
-	if (!j_bool(res, "canceled", &canceled) || !j_bool(res, "created", &created))
+	bool canceled, created, fragment;
+	if (!j_bool(res, "canceled", &canceled) || !j_bool(res, "created", &created) ||
+	    !j_bool(res, "fragment", &fragment))
 		return ETCD_E_PROTOCOL;
 	if (canceled) {
 		const char *why = j_str(res, "cancel_reason");
@@ -845,12 +992,12 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 	}
 	json_object *evs;
 	if (!json_object_object_get_ex(res, "events", &evs))
-		return 0;
+		return fragment || p->npending > 0 ? deliver(p, NULL, 0, fragment, rev, cluster) : 0;
 	if (!json_object_is_type(evs, json_type_array))
 		return ETCD_E_PROTOCOL;
 	size_t n = json_object_array_length(evs);
 	if (n == 0)
-		return 0;
+		return fragment || p->npending > 0 ? deliver(p, NULL, 0, fragment, rev, cluster) : 0;
 	struct etcd_event *ev = calloc(n, sizeof(*ev));
 	if (ev == NULL)
 		return ETCD_E_NOMEM;
@@ -860,15 +1007,13 @@ static int watch_message(struct etcd_watch_parser *p, json_object *o)
 		if (!json_object_is_type(x, json_type_object) || (type == NULL && !j_absent(x, "type")) ||
 		    !json_object_object_get_ex(x, "kv", &kv) ||
 		    !json_object_is_type(kv, json_type_object) || (type && strcmp(type, "DELETE") && strcmp(type, "PUT")) ||
-		    !j_kv(kv, &ev[i].kv)) {
+		    !j_kv(kv, &ev[i].kv, true)) {
 			events_free(ev, i);
 			return ETCD_E_PROTOCOL;
 		}
 		ev[i].del = type != NULL && strcmp(type, "DELETE") == 0;
 	}
-	int rc = p->fn(ev, n, rev, cluster, p->arg);
-	events_free(ev, n);
-	return rc;
+	return deliver(p, ev, n, fragment, rev, cluster);
 }
 
 /* The whole message in p->buf. @return 0 to go on, or the reason to stop. */
@@ -887,8 +1032,35 @@ static int parser_message(struct etcd_watch_parser *p)
 	return rc;
 }
 
+/* len bytes more of the message. @return 0, ETCD_E_TOOBIG, ETCD_E_NOMEM. */
+static int parser_append(struct etcd_watch_parser *p, const char *data, size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (p->len + len > p->message_max) {
+		parser_err(p, "a watch message larger than %zu bytes (its values over %zu bytes left out)",
+		           p->message_max, p->value_max);
+		return ETCD_E_TOOBIG;
+	}
+	if (p->len + len > p->cap) {
+		size_t cap = p->cap ? p->cap : 4096;
+		while (cap < p->len + len)
+			cap *= 2;
+		char *nb = realloc(p->buf, cap);
+		if (nb == NULL)
+			return ETCD_E_NOMEM;
+		p->buf = nb;
+		p->cap = cap;
+	}
+	memcpy(p->buf + p->len, data, len);
+	p->len += len;
+	return 0;
+}
+
 static int parser_feed(struct etcd_watch_parser *p, const char *data, size_t n)
 {
+	size_t run = 0; /* data[run..i) is the message's and not yet in buf */
+	int rc;
 	for (size_t i = 0; i < n; i++) {
 		char c = data[i];
 		if (p->depth == 0) {
@@ -899,49 +1071,53 @@ static int parser_feed(struct etcd_watch_parser *p, const char *data, size_t n)
 				parser_err(p, "the watch stream is not JSON objects");
 				return ETCD_E_PROTOCOL;
 			}
+			run = i;
 		}
-		/* the message's bytes up to here (run) go in at once */
-		size_t run = i;
-		for (; i < n; i++) {
-			c = data[i];
-			if (p->in_string) {
-				if (p->escape)
-					p->escape = false;
-				else if (c == '\\')
-					p->escape = true;
-				else if (c == '"')
-					p->in_string = false;
+		if (p->in_string) {
+			if (p->escape) {
+				p->escape = false;
+			} else if (c == '\\') {
+				p->escape = true;
 			} else if (c == '"') {
-				p->in_string = true;
-			} else if (c == '{' || c == '[') {
-				p->depth++;
-			} else if ((c == '}' || c == ']') && --p->depth == 0) {
-				break;
+				p->in_string = false;
+				if (p->eliding) {
+					/* the string's stand-in, then its closing quote (from data[i]) */
+					char mark[32];
+					int m = snprintf(mark, sizeof(mark), "%c%zu", ELIDED_MARK, p->str_len);
+					if ((rc = parser_append(p, mark, (size_t)m)) != 0)
+						return rc;
+					p->eliding = false;
+					run = i;
+				}
+				continue;
 			}
+			if (++p->str_len > p->value_max && !p->eliding) {
+				/* too long to keep: drop what was kept of it, and the rest as it comes */
+				if ((rc = parser_append(p, data + run, i - run)) != 0)
+					return rc;
+				p->len = p->str_start;
+				p->eliding = true;
+			}
+			if (p->eliding)
+				run = i + 1;
+			continue;
 		}
-		size_t take = (i < n ? i + 1 : n) - run;
-		if (p->len + take > ETCD_WATCH_OBJECT_MAX) {
-			parser_err(p, "a watch message larger than %zu bytes", ETCD_WATCH_OBJECT_MAX);
-			return ETCD_E_PROTOCOL;
-		}
-		if (p->len + take > p->cap) {
-			size_t cap = p->cap ? p->cap : 4096;
-			while (cap < p->len + take)
-				cap *= 2;
-			char *nb = realloc(p->buf, cap);
-			if (nb == NULL)
-				return ETCD_E_NOMEM;
-			p->buf = nb;
-			p->cap = cap;
-		}
-		memcpy(p->buf + p->len, data + run, take);
-		p->len += take;
-		if (i < n) {
-			int rc = parser_message(p);
-			if (rc != 0)
+		if (c == '"') {
+			p->in_string = true;
+			p->str_len = 0;
+			p->str_start = p->len + (i + 1 - run);
+		} else if (c == '{' || c == '[') {
+			p->depth++;
+		} else if ((c == '}' || c == ']') && --p->depth == 0) {
+			if ((rc = parser_append(p, data + run, i + 1 - run)) != 0)
 				return rc;
+			if ((rc = parser_message(p)) != 0)
+				return rc;
+			run = i + 1;
 		}
 	}
+	if (p->depth > 0)
+		return parser_append(p, data + run, n - run);
 	return 0;
 }
 
@@ -1003,6 +1179,8 @@ static int watch_once(struct etcd *e, const char *body, etcd_watch_fn fn, void *
 {
 	struct watch w = { .e = e, .fn = fn, .arg = arg, .stop = stop };
 	int rc = ETCD_E_UNAVAILABLE;
+	if (tls_files_check(e) != 0)
+		return rc;
 	/* one member per call: the caller loops, and comes back here from the
 	 * revision it has reached, so a member that dies loses nothing */
 	size_t i = e->cur % e->nendpoints;
@@ -1057,6 +1235,9 @@ int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_r
 		json_object_object_add(cr, "range_end", j_b64(end, strlen(end)));
 	if (start_revision > 0)
 		json_object_object_add(cr, "start_revision", json_object_new_int64(start_revision));
+	/* large responses in pieces near etcd's request limit (etcd >= 3.4;
+	 * an older one ignores it, and the message cap is the last word) */
+	json_object_object_add(cr, "fragment", json_object_new_boolean(true));
 	json_object_object_add(req, "create_request", cr);
 	char *body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
 	json_object_put(req);

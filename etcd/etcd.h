@@ -21,6 +21,7 @@ enum {
 	ETCD_E_AUTH = -3205,        /* authentication failed or permission denied */
 	ETCD_E_STOPPED = -3206,     /* a watch ended because the caller asked it to */
 	ETCD_E_NOMEM = -3207,
+	ETCD_E_TOOBIG = -3208,      /* an answer (or a watch message) larger than the client reads */
 };
 
 struct etcd_opts {
@@ -43,13 +44,20 @@ const char *etcd_error(const struct etcd *e);
 /** Text of an ETCD_E_* code. */
 const char *etcd_strerror(int err);
 
-/** One key: key and value are NUL-terminated copies (values may hold NULs: use vlen). */
+/**
+ * One key: key and value are NUL-terminated copies (values may hold NULs:
+ * use vlen). etcd's keys are any bytes, and anyone with write access puts
+ * them: a key, or a value, this client cannot hand over as it is comes with
+ * bad set (why, a static string), and then key may hold NULs (use keylen)
+ * and value is empty. A caller uses a kv with bad set only to name it.
+ */
 struct etcd_kv {
 	char *key;
 	size_t keylen;
 	uint8_t *value;
 	size_t vlen;
 	int64_t create_revision, mod_revision, lease;
+	const char *bad; /* NULL, or why the kv is not usable ("the key holds a NUL byte", ...) */
 };
 
 struct etcd_range {
@@ -68,6 +76,20 @@ struct etcd_range {
 int etcd_get(struct etcd *e, const char *key, const char *end, int64_t revision, size_t limit,
              struct etcd_range *out);
 void etcd_range_free(struct etcd_range *r);
+
+/* A range request with every option. */
+struct etcd_get_opts {
+	const char *key;     /* the first key: keylen bytes (any; 0: strlen) */
+	size_t keylen;
+	const char *end;     /* NULL: key alone; else [key, end) */
+	int64_t revision;    /* 0: now */
+	size_t limit;        /* 0: all */
+	bool keys_only;      /* values left out (empty) */
+	size_t max_bytes;    /* the answer's cap (0: 64 MiB): a larger one is ETCD_E_TOOBIG, read no further */
+};
+
+/** etcd_get with every option. @return 0 (out filled: etcd_range_free), ETCD_E_TOOBIG, ETCD_E_*. */
+int etcd_range(struct etcd *e, const struct etcd_get_opts *o, struct etcd_range *out);
 
 /** The end of the range of every key starting with prefix (its last byte plus one), in buf. */
 const char *etcd_prefix_end(const char *prefix, char *buf, size_t size);
@@ -124,7 +146,10 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, size_t n, int64_t head
 /**
  * Watch [key, end) from start_revision, calling fn for each response with
  * events, until the connection fails, fn returns non-zero, or *stop becomes
- * true (checked about once a second).
+ * true (checked about once a second). etcd is asked to cut large responses
+ * into fragments; fn sees whole revisions (the events of one transaction
+ * are never split between calls), and a value too large to read as a JSON
+ * string (ETCD_VALUE_MAX) comes as a kv with bad set, its key named.
  * @param compacted out: set to the oldest revision still kept when
  *        start_revision was compacted (ETCD_E_COMPACTED).
  * @return fn's non-zero value, ETCD_E_STOPPED, ETCD_E_COMPACTED, ETCD_E_*.
@@ -136,8 +161,10 @@ int etcd_watch(struct etcd *e, const char *key, const char *end, int64_t start_r
  * The answer parsers, with no I/O: etcd_get and etcd_watch parse every
  * answer through them, and tests/etcd/fuzz_etcd.c fuzzes them. Input is
  * hostile: anything that is not what etcd's gateway sends is
- * ETCD_E_PROTOCOL (keys and values strict base64, a key without NUL,
- * 64-bit numbers as integers only, the header required).
+ * ETCD_E_PROTOCOL (keys and values strict base64, 64-bit numbers as
+ * integers only, the header required). What etcd may well hold, however
+ * odd (a key with a NUL byte, a value too large), is one kv with bad set:
+ * it never ends a range or a watch.
  */
 
 /**
@@ -153,13 +180,28 @@ struct etcd_watch_parser;
 struct etcd_watch_parser *etcd_watch_parser_new(etcd_watch_fn fn, void *arg);
 void etcd_watch_parser_free(struct etcd_watch_parser *p);
 
+/* Longest value a watch reads: a longer one is left out (kv.bad), never buffered. */
+#define ETCD_VALUE_MAX ((size_t)32 << 20)
+/* Largest watch message, its values too large to read left out. */
+#define ETCD_MESSAGE_MAX ((size_t)64 << 20)
+
 /**
- * The next len bytes of the stream. A single message is capped (64 MiB).
+ * Other limits for p (tests and fuzzing): values of more than value_max
+ * bytes are left out, and a message (or the events of one revision held
+ * across fragments) of more than message_max bytes ends the stream.
+ */
+void etcd_watch_parser_limits(struct etcd_watch_parser *p, size_t value_max, size_t message_max);
+
+/**
+ * The next len bytes of the stream. A single message is capped
+ * (ETCD_MESSAGE_MAX: ETCD_E_TOOBIG; with fragments, messages stay near
+ * etcd's request limit, so only a server that ignores the fragment request
+ * or one revision's events bigger than that reach it).
  * @return 0 to go on; else the stream is over and every later call returns
  *         the same: fn's non-zero value, ETCD_E_COMPACTED (see
  *         etcd_watch_parser_compacted), ETCD_E_SERVER (etcd cancelled the
  *         watch), ETCD_E_UNAVAILABLE (an error message), ETCD_E_PROTOCOL,
- *         ETCD_E_NOMEM.
+ *         ETCD_E_TOOBIG, ETCD_E_NOMEM.
  */
 int etcd_watch_parser_feed(struct etcd_watch_parser *p, const char *data, size_t len);
 

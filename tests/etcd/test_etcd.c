@@ -411,7 +411,8 @@ static void test_txn_answers(void **state)
 /* ---- (b) keys and values: strict base64, no NUL in a key ---- */
 
 /* Defence: b64_decode (alphabet, length, padding only at the end, no bits after the data), the key's
- * strlen == keylen check in j_kv, and j_str refusing a JSON string with a NUL in it. */
+ * strlen == keylen check in j_kv (a key with a NUL is etcd's data, handed over with bad set, never
+ * as text), and j_str refusing a JSON string with a NUL in it. */
 static void test_base64(void **state)
 {
 	assert_int_equal(get_with(200, RANGE_KV("\"L3BkL3g=\"", "\"MQ==\"")), 0);  /* control: "/pd/x" = "1" */
@@ -430,8 +431,20 @@ static void test_base64(void **state)
 	assert_int_equal(get_with(200, RANGE_KV("\"L3BkL3g=\"", "\"MQ=\"")), ETCD_E_PROTOCOL);   /* value */
 	assert_int_equal(get_with(200, RANGE_KV("\"L3BkL3g=\"", "\"M@==\"")), ETCD_E_PROTOCOL);
 	assert_int_equal(get_with(200, RANGE_KV("\"L3BkL3g=\"", "17")), ETCD_E_PROTOCOL);       /* not a string */
-	assert_int_equal(get_with(200, RANGE_KV("\"YQBi\"", "\"MQ==\"")), ETCD_E_PROTOCOL);     /* key "a\0b" */
-	assert_int_equal(get_with(200, RANGE_KV("\"AA==\"", "\"MQ==\"")), ETCD_E_PROTOCOL);     /* key "\0" */
+	/* key "a\0b", key "\0": etcd holds such keys; the range goes on, the kv is marked */
+	static const char *const nul_keys[] = { RANGE_KV("\"YQBi\"", "\"MQ==\""), RANGE_KV("\"AA==\"", "\"MQ==\"") };
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(get_with(200, nul_keys[i]), 0);
+		struct etcd_range r;
+		assert_int_equal(etcd_parse_range(nul_keys[i], strlen(nul_keys[i]), &r), 0);
+		assert_int_equal(r.n, 1);
+		assert_non_null(r.kvs[0].bad);
+		assert_int_equal(r.kvs[0].keylen, i == 0 ? 3 : 1);
+		assert_memory_equal(r.kvs[0].key, i == 0 ? "a\0b" : "\0", r.kvs[0].keylen + 1);
+		etcd_range_free(&r);
+	}
+	/* a range never reads a marker for a value it left out: "!" is no base64 */
+	assert_int_equal(get_with(200, RANGE_KV("\"L3BkL3g=\"", "\"!12\"")), ETCD_E_PROTOCOL);
 	/* a NUL in the JSON string: C would read the text before it, a valid key ("/pd/x") */
 	assert_int_equal(get_with(200, RANGE_KV("\"L3BkL3g=\\u0000L3Bk\"", "\"MQ==\"")), ETCD_E_PROTOCOL);
 	assert_int_equal(get_with(200, RANGE_KV("\"L3BkL3g=\"", "\"MQ==\\u0000\"")), ETCD_E_PROTOCOL);
@@ -487,7 +500,7 @@ static long maxrss_kib(void)
 }
 
 /* Defence: body_write stops at ETCD_BODY_MAX (64 MiB): a bigger answer, valid JSON throughout, is
- * ETCD_E_PROTOCOL, and the client stops reading, so memory stays near the cap. */
+ * ETCD_E_TOOBIG, and the client stops reading, so memory stays near the cap. */
 static void test_body_cap(void **state)
 {
 	struct step s = { .kind = HUGE_BODY, .size = 256 * MIB };
@@ -496,7 +509,7 @@ static void test_body_cap(void **state)
 	struct etcd *e = client(urls, 1, NULL, NULL, 20000);
 	long before = maxrss_kib();
 	struct etcd_range r;
-	assert_int_equal(etcd_get(e, "/pd/", NULL, 0, 0, &r), ETCD_E_PROTOCOL);
+	assert_int_equal(etcd_get(e, "/pd/", NULL, 0, 0, &r), ETCD_E_TOOBIG);
 	long grown = maxrss_kib() - before;
 	assert_non_null(strstr(etcd_error(e), "larger than"));
 	etcd_free(e);
@@ -674,7 +687,14 @@ static int on_watch(const struct etcd_event *ev, size_t n, int64_t rev, uint64_t
 		char val[64] = "";
 		for (size_t j = 0; j < kv->vlen && j + 1 < sizeof(val); j++)
 			val[j] = kv->value[j] ? (char)kv->value[j] : '0';
-		if (ev[i].del)
+		if (kv->bad != NULL) {
+			/* a kv handed over only to be named: "B" and its key, NULs as '0' */
+			char key[64] = "";
+			for (size_t j = 0; j < kv->keylen && j + 1 < sizeof(key); j++)
+				key[j] = kv->key[j] ? kv->key[j] : '0';
+			assert_int_equal(kv->vlen, 0);
+			snprintf(s->log + len, sizeof(s->log) - len, "B%s@%lld;", key, (long long)kv->mod_revision);
+		} else if (ev[i].del)
 			snprintf(s->log + len, sizeof(s->log) - len, "D%s@%lld;", kv->key, (long long)kv->mod_revision);
 		else
 			snprintf(s->log + len, sizeof(s->log) - len, "P%s=%s@%lld%s;", kv->key, val,
@@ -891,8 +911,10 @@ static void test_watch_stop_silent(void **state)
 	assert_true(took < 500 + 2000);
 }
 
-/* Defence: the parser's cap on one message (64 MiB, counted across pieces): a single event of
- * 96 MiB, valid JSON and base64 throughout, is ETCD_E_PROTOCOL, and the client stops reading. */
+/* Defence: the parser leaves out a string longer than ETCD_VALUE_MAX as it streams by (never
+ * buffered): a single event of 96 MiB, valid JSON and base64 throughout, is handed over named by its
+ * key with bad set, the stream goes on, and memory stays far below the event's size. It used to end
+ * the stream (a message over the cap), and the watch came back to the same event for ever. */
 static void test_watch_message_cap(void **state)
 {
 	struct step s = { .kind = HUGE_MESSAGE, .size = 96 * MIB };
@@ -900,10 +922,107 @@ static void test_watch_message_cap(void **state)
 	atomic_bool stop = false;
 	int64_t compacted;
 	struct fake *f;
-	assert_int_equal(watch_with(&s, 1, &seen, &stop, &compacted, &f), ETCD_E_PROTOCOL);
-	assert_string_equal(seen.log, "C1;");
-	assert_true(f->sent < 88 * MIB); /* socket buffers aside */
+	long before = maxrss_kib();
+	assert_int_equal(watch_with(&s, 1, &seen, &stop, &compacted, &f), ETCD_E_UNAVAILABLE);
+	long grown = maxrss_kib() - before;
+	assert_string_equal(seen.log, "C1;Ba@2;|");
+	assert_true(grown < 48 * 1024);
 	free(f);
+	/* the watch asks etcd to fragment its responses */
+}
+
+/* A parser with limits (value_max, message_max) fed stream in pieces of piece bytes (0: whole).
+ * @return the last feed's result; *seen what fn saw. */
+static int parse_limited(const char *stream, size_t piece, size_t value_max, size_t message_max, struct seen *seen)
+{
+	struct etcd_watch_parser *p = etcd_watch_parser_new(on_watch, seen);
+	assert_non_null(p);
+	etcd_watch_parser_limits(p, value_max, message_max);
+	size_t n = strlen(stream), step = piece ? piece : n;
+	int rc = 0;
+	for (size_t off = 0; off < n && rc == 0; off += step)
+		rc = etcd_watch_parser_feed(p, stream + off, n - off < step ? n - off : step);
+	etcd_watch_parser_free(p);
+	return rc;
+}
+
+/* Defence: j_kv hands a key with a NUL (etcd's data, anyone's put) over with bad set instead of
+ * refusing the message; the watch used to end there ("a watch message that is not etcd's") and
+ * came back to it for ever, so no later change reached the node. */
+static void test_watch_nul_key(void **state)
+{
+	static const char stream[] =
+		"{\"result\":{" WHDR("5") ",\"created\":true}}\n"
+		"{\"result\":{" WHDR("6") ",\"events\":[{\"kv\":{\"key\":\"YQBi\",\"mod_revision\":\"6\","
+		"\"value\":\"MQ==\"}},{\"kv\":{\"key\":\"L3BkL3g=\",\"mod_revision\":\"6\",\"value\":\"MQ==\"}}]}}\n"
+		"{\"result\":{" WHDR("7") ",\"events\":[{\"type\":\"DELETE\",\"kv\":{\"key\":\"YQBi\","
+		"\"mod_revision\":\"7\"}}]}}\n"
+		"{\"result\":{" WHDR("8") ",\"events\":[{\"kv\":{\"key\":\"L3BkL3k=\",\"mod_revision\":\"8\","
+		"\"value\":\"MQ==\"}}]}}\n";
+	for (size_t piece = 0; piece <= 7; piece += 7) {
+		struct seen seen = { .ret = 0 };
+		assert_int_equal(parse_limited(stream, piece, ETCD_VALUE_MAX, ETCD_MESSAGE_MAX, &seen), 0);
+		assert_string_equal(seen.log, "C5;Ba0b@6;P/pd/x=1@6;|Ba0b@7;|P/pd/y=1@8;|");
+	}
+}
+
+/* Defence: the parser's string cut (value_max) and message cap (message_max), with small limits: a
+ * value over value_max is left out wherever the stream is cut (escapes and all), its key named; the
+ * events around it are whole; a message still over message_max once cut is ETCD_E_TOOBIG. */
+static void test_watch_value_cut(void **state)
+{
+	static const char stream[] =
+		"{\"result\":{" WHDR("5") ",\"created\":true}}\n"
+		"{\"result\":{" WHDR("6") ",\"events\":[{\"kv\":{\"key\":\"L3BkL3g=\",\"mod_revision\":\"6\","
+		"\"value\":\"QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB\\u0041\\/QUFB\"}},{\"kv\":{\"key\":\"L3BkL3k=\","
+		"\"mod_revision\":\"6\",\"value\":\"MQ==\"}}]}}\n"
+		"{\"result\":{" WHDR("7") ",\"events\":[{\"kv\":{\"key\":\"L3BkL3o=\",\"mod_revision\":\"7\","
+		"\"value\":\"MQ==\"}}]}}\n";
+	size_t n = strlen(stream);
+	for (size_t piece = 0; piece <= n; piece++) {
+		struct seen seen = { .ret = 0 };
+		int rc = parse_limited(stream, piece, 32, 4096, &seen);
+		if (rc != 0 || strcmp(seen.log, "C5;B/pd/x@6;P/pd/y=1@6;|P/pd/z=1@7;|") != 0)
+			fail_msg("pieces of %zu: %d %s", piece, rc, seen.log);
+		if (piece == 0)
+			piece = 0; /* then every size from 1 */
+	}
+	/* the same stream with room for the value: read as it is */
+	struct seen whole = { .ret = 0 };
+	assert_int_equal(parse_limited(stream, 0, 64, 4096, &whole), ETCD_E_PROTOCOL); /* "\/" etc: not base64 */
+	/* a message over the cap once its long values are cut */
+	struct seen big = { .ret = 0 };
+	assert_int_equal(parse_limited(stream, 5, 32, 200, &big), ETCD_E_TOOBIG);
+	assert_string_equal(big.log, "C5;");
+}
+
+/* Defence: fragments (etcd cuts a large response when asked to): fn gets whole revisions, as soon
+ * as a later revision begins, never half a transaction; a response's last fragment hands over the
+ * rest; one revision held across fragments past message_max is ETCD_E_TOOBIG. */
+static void test_watch_fragments(void **state)
+{
+#define EV(key, rev) "{\"kv\":{\"key\":\"" key "\",\"mod_revision\":\"" rev "\",\"value\":\"MQ==\"}}"
+	static const char stream[] =
+		"{\"result\":{" WHDR("5") ",\"created\":true}}\n"
+		"{\"result\":{" WHDR("9") ",\"fragment\":true,\"events\":[" EV("L3BkL2E=", "6") "," EV("L3BkL2I=", "7") "]}}\n"
+		"{\"result\":{" WHDR("9") ",\"fragment\":true,\"events\":[" EV("L3BkL2M=", "7") "]}}\n"
+		"{\"result\":{" WHDR("9") ",\"fragment\":true,\"events\":[" EV("L3BkL2Q=", "7") "," EV("L3BkL2U=", "8") "]}}\n"
+		"{\"result\":{" WHDR("9") ",\"events\":[" EV("L3BkL2Y=", "8") "," EV("L3BkL2c=", "9") "]}}\n"
+		"{\"result\":{" WHDR("10") ",\"events\":[" EV("L3BkL2g=", "10") "]}}\n";
+	for (size_t piece = 0; piece <= 3; piece += 3) {
+		struct seen seen = { .ret = 0 };
+		assert_int_equal(parse_limited(stream, piece, ETCD_VALUE_MAX, ETCD_MESSAGE_MAX, &seen), 0);
+		assert_string_equal(seen.log, "C5;P/pd/a=1@6;|P/pd/b=1@7;P/pd/c=1@7;P/pd/d=1@7;|"
+		                              "P/pd/e=1@8;P/pd/f=1@8;P/pd/g=1@9;|P/pd/h=1@10;|");
+	}
+	/* one revision never ending, fragment after fragment */
+	char flood[16384] = "{\"result\":{" WHDR("5") ",\"created\":true}}\n";
+	for (int i = 0; i < 40; i++)
+		strcat(flood, "{\"result\":{" WHDR("9") ",\"fragment\":true,\"events\":[" EV("L3BkL2E=", "6") "]}}\n");
+	struct seen seen = { .ret = 0 };
+	assert_int_equal(parse_limited(flood, 0, 64, 1024, &seen), ETCD_E_TOOBIG);
+	assert_string_equal(seen.log, "C5;");
+#undef EV
 }
 
 /* ---- (h) authentication ---- */
@@ -1071,6 +1190,9 @@ int main(void)
 		cmocka_unit_test(test_watch_auth_renew),
 		cmocka_unit_test(test_body_cap),
 		cmocka_unit_test(test_watch_message_cap),
+		cmocka_unit_test(test_watch_nul_key),
+		cmocka_unit_test(test_watch_value_cut),
+		cmocka_unit_test(test_watch_fragments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
