@@ -1061,6 +1061,7 @@ int store_get(struct store *s, const char *name, struct store_domain *out)
 struct remote_each {
 	int (*domain_fn)(const struct store_domain *d, void *arg);
 	int (*standby_fn)(const struct store_standby *b, void *arg);
+	int (*bad_fn)(const void *key, size_t keylen, const char *why, void *arg); /* NULL: stop at one */
 	void *arg;
 	bool corrupt; /* a standby record was skipped */
 };
@@ -1070,7 +1071,10 @@ static int remote_domain(const char *key, const uint8_t *val, size_t len, void *
 	struct remote_each *r = arg;
 	struct store_domain d;
 	int err = store_record_decode(key, strlen(key), val, len, &d);
-	return err != 0 ? err : r->domain_fn(&d, r->arg);
+	if (err != 0)
+		return r->bad_fn != NULL ? r->bad_fn(key, strlen(key), "does not decode as a domain record", r->arg)
+		                         : err;
+	return r->domain_fn(&d, r->arg);
 }
 
 static int remote_standby(const char *key, const uint8_t *val, size_t len, void *arg)
@@ -1084,13 +1088,26 @@ static int remote_standby(const char *key, const uint8_t *val, size_t len, void 
 	return r->standby_fn(&b, r->arg);
 }
 
-int store_foreach(struct store *s, int (*fn)(const struct store_domain *d, void *arg), void *arg)
+/* A record the shared store could not hand over (its key holds a NUL, its value is too large). */
+static int remote_bad(const void *key, size_t keylen, const char *why, void *arg)
+{
+	struct remote_each *r = arg;
+	if (r->standby_fn != NULL) {
+		r->corrupt = true;
+		return 0;
+	}
+	return r->bad_fn != NULL ? r->bad_fn(key, keylen, why, r->arg) : STORE_E_CORRUPT;
+}
+
+/* store_foreach (bad NULL: the first record that does not decode ends the walk) and store_foreach_all. */
+static int foreach_domain(struct store *s, int (*fn)(const struct store_domain *d, void *arg),
+                          int (*bad)(const void *key, size_t keylen, const char *why, void *arg), void *arg)
 {
 	if (s == NULL || fn == NULL)
 		return -EINVAL;
 	if (s->remote != NULL) {
-		struct remote_each r = { .domain_fn = fn, .arg = arg };
-		return s->remote->each(s->impl, STORE_KIND_DOMAIN, remote_domain, &r);
+		struct remote_each r = { .domain_fn = fn, .bad_fn = bad, .arg = arg };
+		return s->remote->each(s->impl, STORE_KIND_DOMAIN, remote_domain, remote_bad, &r);
 	}
 	MDB_txn *txn;
 	int err = txn_begin(s, MDB_RDONLY, &txn);
@@ -1108,9 +1125,11 @@ int store_foreach(struct store *s, int (*fn)(const struct store_domain *d, void 
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		err = store_record_decode(k.mv_data, k.mv_size, v.mv_data, v.mv_size, &d);
+		if (err != 0 && bad != NULL)
+			err = bad(k.mv_data, k.mv_size, "does not decode as a domain record", arg);
+		else if (err == 0)
+			err = fn(&d, arg);
 		if (err != 0)
-			break;
-		if ((err = fn(&d, arg)) != 0)
 			break;
 	}
 	if (err == 0 && rc != MDB_NOTFOUND)
@@ -1118,6 +1137,48 @@ int store_foreach(struct store *s, int (*fn)(const struct store_domain *d, void 
 	mdb_cursor_close(cur);
 	txn_abort(s, txn);
 	return err;
+}
+
+int store_foreach(struct store *s, int (*fn)(const struct store_domain *d, void *arg), void *arg)
+{
+	return foreach_domain(s, fn, NULL, arg);
+}
+
+int store_foreach_all(struct store *s, int (*fn)(const struct store_domain *d, void *arg),
+                      int (*bad)(const void *key, size_t keylen, const char *why, void *arg), void *arg)
+{
+	return foreach_domain(s, fn, bad, arg);
+}
+
+const char *store_key_escape(const void *key, size_t len, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *k = key;
+	size_t o = 0;
+	if (size < 4) {
+		if (size > 0)
+			buf[0] = '\0';
+		return buf;
+	}
+	for (size_t i = 0; i < len; i++) {
+		bool plain = k[i] >= 0x20 && k[i] < 0x7f && k[i] != '\\';
+		/* always room left for "..." and the NUL: a cut key says so */
+		if (o + (plain ? 1 : 4) + 4 > size) {
+			memcpy(buf + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (plain) {
+			buf[o++] = (char)k[i];
+		} else {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[k[i] >> 4];
+			buf[o++] = hex[k[i] & 0xf];
+		}
+	}
+	buf[o] = '\0';
+	return buf;
 }
 
 int store_version(struct store *s, uint64_t *version)
@@ -1337,7 +1398,7 @@ int store_standby_foreach(struct store *s, int (*fn)(const struct store_standby 
 		return -EINVAL;
 	if (s->remote != NULL) {
 		struct remote_each r = { .standby_fn = fn, .arg = arg };
-		int err = s->remote->each(s->impl, STORE_KIND_STANDBY, remote_standby, &r);
+		int err = s->remote->each(s->impl, STORE_KIND_STANDBY, remote_standby, remote_bad, &r);
 		return err == 0 && r.corrupt ? STORE_E_CORRUPT : err;
 	}
 	if (!s->has_standby)
@@ -1569,67 +1630,140 @@ struct mirror_arg {
 	bool full;
 	uint64_t cluster;
 	int64_t revision;
+	void (*bad)(const struct store_change *c, const char *why, void *arg);
+	void *bad_arg;
+	const struct store_change **sorted; /* full: the changes by kind and key, to find a local key in */
 	size_t nbad;
 	bool plan_changed;
 };
 
-/* Does the record decode as its kind says? (What the daemon will read back.) */
-static bool mirror_record_ok(const struct store_change *c)
+/*
+ * Why change c cannot be applied (NULL: it can). Every change is someone's
+ * write to etcd, partdnsctl's or not: the key must be one its kind can have
+ * (and LMDB can hold), and a put's record must decode as the daemon will
+ * read it back. Nothing is freed here that was not decoded.
+ */
+static const char *mirror_refusal(const struct store_change *c)
 {
 	size_t klen = strlen(c->key);
-	if (klen == 0)
-		return false;
-	if (c->val == NULL)
-		return c->kind != STORE_KIND_PLAN || plan_which_ok(c->key);
 	switch (c->kind) {
 	case STORE_KIND_DOMAIN: {
+		if (!name_is_normalized(c->key, klen))
+			return "the key is not a domain name in normal form";
 		struct store_domain d;
-		return store_record_decode(c->key, klen, c->val, c->len, &d) == 0;
+		if (c->val != NULL && store_record_decode(c->key, klen, c->val, c->len, &d) != 0)
+			return "the value does not decode as a domain record";
+		return NULL;
 	}
 	case STORE_KIND_STANDBY: {
+		if (klen == 0 || klen >= STORE_PARTITION_MAX || !standby_text_valid(c->key, klen))
+			return "the key is not a partition name";
 		struct store_standby b;
-		return store_standby_decode(c->key, klen, c->val, c->len, &b) == 0;
+		if (c->val != NULL && store_standby_decode(c->key, klen, c->val, c->len, &b) != 0)
+			return "the value does not decode as a failover record";
+		return NULL;
 	}
 	case STORE_KIND_PLAN: {
+		if (!plan_which_ok(c->key))
+			return "the key is not a plan (next or active)";
+		if (c->val == NULL)
+			return NULL;
 		struct store_plan p;
-		bool ok = plan_which_ok(c->key) && store_plan_decode(c->val, c->len, &p) == 0 && p.serial > 0;
+		int err = store_plan_decode(c->val, c->len, &p); /* p is cleared even when it fails */
+		bool ok = err == 0 && p.serial > 0;
 		store_plan_clear(&p);
-		return ok;
+		if (err == -ENOMEM)
+			return "no memory to decode the plan";
+		return ok ? NULL : "the value does not decode as a plan";
 	}
 	}
-	return false;
+	return "an unknown kind of record";
+}
+
+static MDB_dbi mirror_dbi(const struct store *s, enum store_kind kind)
+{
+	return kind == STORE_KIND_DOMAIN ? s->domains : kind == STORE_KIND_STANDBY ? s->standby : s->plan;
+}
+
+/* Order of changes by kind, then key bytes (LMDB's default order). */
+static int change_cmp(const void *a, const void *b)
+{
+	const struct store_change *x = *(const struct store_change *const *)a;
+	const struct store_change *y = *(const struct store_change *const *)b;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+/*
+ * A full copy: remove each local record whose key the copy does not hold.
+ * A key the copy holds stays, whatever its value: a good one is put over
+ * it next, and a bad one leaves the last good version (what the docs
+ * promise, and what a watch does with the same change).
+ */
+static int mirror_prune(struct store *s, MDB_txn *txn, struct mirror_arg *a, enum store_kind kind, bool *any)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn, mirror_dbi(s, kind), &cur);
+	if (rc != MDB_SUCCESS)
+		return rc;
+	char key[512];
+	MDB_val k, v;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		bool held = false;
+		if (k.mv_size < sizeof(key) && memchr(k.mv_data, '\0', k.mv_size) == NULL) {
+			memcpy(key, k.mv_data, k.mv_size);
+			key[k.mv_size] = '\0';
+			struct store_change probe = { .kind = kind, .key = key }, *pp = &probe;
+			held = a->n > 0 && bsearch(&pp, a->sorted, a->n, sizeof(*a->sorted), change_cmp) != NULL;
+		}
+		if (held)
+			continue;
+		if ((rc = mdb_cursor_del(cur, 0)) != MDB_SUCCESS)
+			break;
+		*any = true;
+		if (kind == STORE_KIND_PLAN)
+			a->plan_changed = true;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
 }
 
 static int mirror_txn(struct store *s, MDB_txn *txn, void *arg)
 {
 	struct mirror_arg *a = arg;
 	int rc = MDB_SUCCESS;
-	bool any = a->full;
+	bool any = false;
 	a->nbad = 0;
 	a->plan_changed = false;
-	if (a->full) {
-		/* a full copy: what is not in it is gone from the shared store */
-		if ((rc = mdb_drop(txn, s->domains, 0)) != MDB_SUCCESS || (rc = mdb_drop(txn, s->standby, 0)) != MDB_SUCCESS)
-			return rc;
-		MDB_val k = { strlen(STORE_PLAN_NEXT), (void *)STORE_PLAN_NEXT };
-		bool had = mdb_get(txn, s->plan, &k, &(MDB_val){ 0 }) == MDB_SUCCESS;
-		k = (MDB_val){ strlen(STORE_PLAN_ACTIVE), (void *)STORE_PLAN_ACTIVE };
-		had = had || mdb_get(txn, s->plan, &k, &(MDB_val){ 0 }) == MDB_SUCCESS;
-		if ((rc = mdb_drop(txn, s->plan, 0)) != MDB_SUCCESS)
-			return rc;
-		a->plan_changed = had;
-	}
+	for (int k = STORE_KIND_DOMAIN; a->full && k <= STORE_KIND_PLAN && rc == MDB_SUCCESS; k++)
+		rc = mirror_prune(s, txn, a, (enum store_kind)k, &any);
 	for (size_t i = 0; i < a->n && rc == MDB_SUCCESS; i++) {
 		const struct store_change *c = &a->ch[i];
-		if (!mirror_record_ok(c)) {
+		const char *why = mirror_refusal(c);
+		if (why != NULL) {
 			a->nbad++; /* the last good record, if any, stays */
+			if (a->bad != NULL)
+				a->bad(c, why, a->bad_arg);
 			continue;
 		}
-		MDB_dbi dbi = c->kind == STORE_KIND_DOMAIN ? s->domains : c->kind == STORE_KIND_STANDBY ? s->standby : s->plan;
-		MDB_val k = { strlen(c->key), (void *)c->key }, v = { c->len, (void *)c->val };
-		rc = c->val != NULL ? mdb_put(txn, dbi, &k, &v, 0) : mdb_del(txn, dbi, &k, NULL);
-		if (rc == MDB_NOTFOUND)
-			rc = MDB_SUCCESS; /* deleted before we knew it */
+		MDB_dbi dbi = mirror_dbi(s, c->kind);
+		MDB_val k = { strlen(c->key), (void *)c->key }, v;
+		if (c->val != NULL) {
+			/* the same record again (a full copy, a replayed event): no change to tell */
+			if (mdb_get(txn, dbi, &k, &v) == MDB_SUCCESS && v.mv_size == c->len &&
+			    (c->len == 0 || memcmp(v.mv_data, c->val, c->len) == 0))
+				continue;
+			v = (MDB_val){ c->len, (void *)c->val };
+			rc = mdb_put(txn, dbi, &k, &v, 0);
+		} else {
+			rc = mdb_del(txn, dbi, &k, NULL);
+			if (rc == MDB_NOTFOUND) {
+				rc = MDB_SUCCESS; /* deleted before we knew it */
+				continue;
+			}
+		}
 		any = true;
 		if (c->kind == STORE_KIND_PLAN)
 			a->plan_changed = true;
@@ -1646,20 +1780,40 @@ static int mirror_txn(struct store *s, MDB_txn *txn, void *arg)
 	return rc;
 }
 
-int store_mirror_apply(struct store *s, const struct store_change *ch, size_t n, bool full, uint64_t cluster,
-                       int64_t revision, size_t *nbad, bool *plan_changed)
+int store_mirror_apply_ex(struct store *s, const struct store_change *ch, size_t n, bool full, uint64_t cluster,
+                          int64_t revision, void (*bad)(const struct store_change *c, const char *why, void *arg),
+                          void *arg, size_t *nbad, bool *plan_changed)
 {
+	if (nbad != NULL)
+		*nbad = 0;
+	if (plan_changed != NULL)
+		*plan_changed = false;
 	if (s == NULL || s->remote != NULL || (ch == NULL && n > 0) || revision < 0)
 		return -EINVAL;
 	if (s->readonly || !s->has_standby || !s->has_plan)
 		return -EROFS;
-	struct mirror_arg a = { .ch = ch, .n = n, .full = full, .cluster = cluster, .revision = revision };
+	struct mirror_arg a = { .ch = ch, .n = n, .full = full, .cluster = cluster, .revision = revision,
+		                .bad = bad, .bad_arg = arg };
+	if (full && n > 0) {
+		if ((a.sorted = malloc(n * sizeof(*a.sorted))) == NULL)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			a.sorted[i] = &ch[i];
+		qsort(a.sorted, n, sizeof(*a.sorted), change_cmp);
+	}
 	int err = write_txn_ex(s, mirror_txn, &a, false);
+	free(a.sorted);
 	if (nbad != NULL)
 		*nbad = err == 0 ? a.nbad : 0;
 	if (plan_changed != NULL)
 		*plan_changed = err == 0 && a.plan_changed;
 	return err;
+}
+
+int store_mirror_apply(struct store *s, const struct store_change *ch, size_t n, bool full, uint64_t cluster,
+                       int64_t revision, size_t *nbad, bool *plan_changed)
+{
+	return store_mirror_apply_ex(s, ch, n, full, cluster, revision, NULL, NULL, nbad, plan_changed);
 }
 
 int store_mirror_state(struct store *s, uint64_t *cluster, int64_t *revision)

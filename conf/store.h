@@ -75,6 +75,24 @@ int store_version(struct store *s, uint64_t *version);
 /** Text of a STORE_E_* or negative errno code. */
 const char *store_strerror(int err);
 
+/**
+ * As store_foreach, but a record that does not decode does not end the
+ * walk: bad (optional) is called with its key (keylen bytes, any bytes, not
+ * NUL-terminated; store_key_escape prints it) and why, and the walk goes on.
+ * A shared store's records are anyone's writes: a listing must show the
+ * good ones and name the others. @return 0, fn's or bad's non-zero value,
+ * or STORE_E_* / -errno.
+ */
+int store_foreach_all(struct store *s, int (*fn)(const struct store_domain *d, void *arg),
+                      int (*bad)(const void *key, size_t keylen, const char *why, void *arg), void *arg);
+
+/**
+ * A record's key (len bytes, any) as text for a log or a terminal, in buf:
+ * printable ASCII as it is, a backslash and every other byte as \xNN, cut
+ * with "..." when buf is too small. @return buf.
+ */
+const char *store_key_escape(const void *key, size_t len, char *buf, size_t size);
+
 /* ---- Added by the store implementation (extensions; the above is unchanged). ---- */
 
 /*
@@ -330,9 +348,12 @@ struct store_remote_ops {
 	                     struct store_counts *counts);
 	/* one record: *val malloc'd */
 	int (*get)(void *impl, enum store_kind kind, const char *key, uint8_t **val, size_t *len);
-	/* every record of kind, in key order, from one snapshot */
+	/* every record of kind, in key order, from one snapshot; a record that
+	 * cannot be handed over as text (a key with a NUL, a value too large to
+	 * read) goes to bad instead, with why, and the walk goes on */
 	int (*each)(void *impl, enum store_kind kind,
-	            int (*fn)(const char *key, const uint8_t *val, size_t len, void *arg), void *arg);
+	            int (*fn)(const char *key, const uint8_t *val, size_t len, void *arg),
+	            int (*bad)(const void *key, size_t keylen, const char *why, void *arg), void *arg);
 	/* put (val != NULL) or delete (-ENOENT when absent) */
 	int (*put)(void *impl, enum store_kind kind, const char *key, const uint8_t *val, size_t len);
 	/* as store_plan_activate */
@@ -383,6 +404,18 @@ struct store_change {
  */
 int store_mirror_apply(struct store *s, const struct store_change *ch, size_t n, bool full, uint64_t cluster,
                        int64_t revision, size_t *nbad, bool *plan_changed);
+
+/**
+ * As store_mirror_apply, and bad (optional) is called for each change left
+ * out, with why (a key its kind cannot have, a value that does not decode),
+ * before the transaction commits. A change is left out whole: a put whose
+ * record does not decode keeps the last good version, also on a full copy
+ * (only records whose keys are not in a full copy at all are removed); a
+ * delete of a key no record can have touches nothing.
+ */
+int store_mirror_apply_ex(struct store *s, const struct store_change *ch, size_t n, bool full, uint64_t cluster,
+                          int64_t revision, void (*bad)(const struct store_change *c, const char *why, void *arg),
+                          void *arg, size_t *nbad, bool *plan_changed);
 
 /** The cluster and revision the mirror last applied (0, 0: never). @return 0 or STORE_E_* / -errno. */
 int store_mirror_state(struct store *s, uint64_t *cluster, int64_t *revision);

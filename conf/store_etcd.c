@@ -118,20 +118,53 @@ done:
 	return e;
 }
 
-int store_etcd_scan(struct etcd *e, const char *from, const char *end, int64_t *revision, uint64_t *cluster,
-                    int (*fn)(const struct etcd_kv *kv, void *arg), void *arg)
+/*
+ * Why pages are bounded this way: etcd's range request can limit keys but
+ * not bytes, and anyone with write access may put values up to etcd's
+ * request limit (1.5 MiB by default, more if so configured) under our
+ * prefix: 2,000 of them are gigabytes. A keys_only pass first would bound
+ * nothing either (keys can be as large), and fetching every value alone
+ * costs a round trip per record. So a page is read with a byte cap: a page
+ * that does not fit is dropped as soon as it passes the cap, and asked again
+ * with an eighth of the keys, down to one; a single record that does not
+ * fit in STORE_ETCD_RECORD_BYTES is named (its key read alone, keys_only)
+ * and passed over. Pages grow back after each good one, so a region of junk
+ * costs a few wasted reads, not the whole scan, and normal records (a few
+ * hundred bytes each) never hit the cap. The next page starts right after
+ * the last key seen (the key plus a NUL byte: etcd's keys are bytes).
+ */
+int store_etcd_scan_all(struct etcd *e, const char *from, const char *end, int64_t *revision, uint64_t *cluster,
+                        int (*fn)(const struct etcd_kv *kv, void *arg),
+                        void (*skipped)(const struct etcd_kv *kv, const char *why, void *arg), void *arg)
 {
-	char *key = strdup(from);
+	size_t keylen = strlen(from);
+	char *key = malloc(keylen + 1);
 	if (key == NULL)
 		return ETCD_E_NOMEM;
+	memcpy(key, from, keylen + 1);
 	int64_t rev = *revision;
-	bool skip_first = false;
+	size_t limit = ETCD_SCAN_PAGE;
 	int rc;
 	for (;;) {
 		struct etcd_range r;
-		/* a page starts at the last key seen (inclusive: etcd's keys here are
-		 * text, and the key right after K is K + NUL, which text cannot say) */
-		rc = etcd_get(e, key, end, rev, ETCD_SCAN_PAGE, &r);
+		struct etcd_get_opts o = { .key = key, .keylen = keylen, .end = end, .revision = rev, .limit = limit,
+			                   .max_bytes = limit > 1 ? STORE_ETCD_PAGE_BYTES : STORE_ETCD_RECORD_BYTES };
+		rc = etcd_range(e, &o, &r);
+		if (rc == ETCD_E_TOOBIG && limit > 1) {
+			limit /= 8;
+			if (limit == 0)
+				limit = 1;
+			continue;
+		}
+		bool whole = rc == 0;
+		if (rc == ETCD_E_TOOBIG) {
+			/* one record too large to read: its key alone, to name it and go past it */
+			o.keys_only = true;
+			o.max_bytes = STORE_ETCD_PAGE_BYTES;
+			rc = etcd_range(e, &o, &r);
+			if (rc == 0 && r.n > 0 && skipped != NULL)
+				skipped(&r.kvs[0], "the record is too large to read", arg);
+		}
 		if (rc != 0)
 			break;
 		if (rev == 0) {
@@ -139,23 +172,44 @@ int store_etcd_scan(struct etcd *e, const char *from, const char *end, int64_t *
 			if (cluster != NULL)
 				*cluster = r.cluster;
 		}
-		for (size_t i = skip_first ? 1 : 0; i < r.n && rc == 0; i++)
-			rc = fn(&r.kvs[i], arg);
-		bool more = r.more && r.n > 0 && rc == 0;
+		for (size_t i = 0; whole && i < r.n && rc == 0; i++) {
+			if (r.kvs[i].bad == NULL)
+				rc = fn(&r.kvs[i], arg);
+			else if (skipped != NULL)
+				skipped(&r.kvs[i], r.kvs[i].bad, arg);
+		}
+		bool more = (r.more || !whole) && r.n > 0 && rc == 0;
 		if (more) {
-			free(key);
-			key = strdup(r.kvs[r.n - 1].key);
-			skip_first = true;
+			/* the next page: right after the last key */
+			const struct etcd_kv *last = &r.kvs[r.n - 1];
+			char *next = malloc(last->keylen + 2);
+			if (next == NULL) {
+				rc = ETCD_E_NOMEM;
+				more = false;
+			} else {
+				memcpy(next, last->key, last->keylen);
+				next[last->keylen] = '\0';
+				next[last->keylen + 1] = '\0';
+				free(key);
+				key = next;
+				keylen = last->keylen + 1;
+			}
 		}
 		etcd_range_free(&r);
-		if (!more || key == NULL)
+		if (!more)
 			break;
+		if (whole && limit < ETCD_SCAN_PAGE)
+			limit = limit * 2 < ETCD_SCAN_PAGE ? limit * 2 : ETCD_SCAN_PAGE;
 	}
-	if (key == NULL && rc == 0)
-		rc = ETCD_E_NOMEM;
 	free(key);
 	*revision = rev;
 	return rc;
+}
+
+int store_etcd_scan(struct etcd *e, const char *from, const char *end, int64_t *revision, uint64_t *cluster,
+                    int (*fn)(const struct etcd_kv *kv, void *arg), void *arg)
+{
+	return store_etcd_scan_all(e, from, end, revision, cluster, fn, NULL, arg);
 }
 
 /* ---- reads ---- */
@@ -184,30 +238,44 @@ static int es_get(void *impl, enum store_kind kind, const char *name, uint8_t **
 struct each_arg {
 	size_t skip;  /* the prefix + kind directory */
 	int (*fn)(const char *key, const uint8_t *val, size_t len, void *arg);
+	int (*bad)(const void *key, size_t keylen, const char *why, void *arg);
 	void *arg;
+	int rc;       /* bad's non-zero value: the scan stops at the next record */
 };
 
 static int each_kv(const struct etcd_kv *kv, void *arg)
 {
 	struct each_arg *a = arg;
+	if (a->rc != 0)
+		return a->rc;
 	if (kv->keylen <= a->skip)
 		return 0;
 	return a->fn(kv->key + a->skip, kv->value, kv->vlen, a->arg);
 }
 
+static void each_bad(const struct etcd_kv *kv, const char *why, void *arg)
+{
+	struct each_arg *a = arg;
+	if (a->rc == 0 && kv->keylen > a->skip)
+		a->rc = a->bad(kv->key + a->skip, kv->keylen - a->skip, why, a->arg);
+}
+
 static int es_each(void *impl, enum store_kind kind,
-                   int (*fn)(const char *key, const uint8_t *val, size_t len, void *arg), void *arg)
+                   int (*fn)(const char *key, const uint8_t *val, size_t len, void *arg),
+                   int (*bad)(const void *key, size_t keylen, const char *why, void *arg), void *arg)
 {
 	struct estore *s = impl;
 	char from[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
 	if (store_etcd_key(s->prefix, kind, "", from, sizeof(from)) == NULL)
 		return -EINVAL;
 	etcd_prefix_end(from, end, sizeof(end));
-	struct each_arg a = { .skip = strlen(from), .fn = fn, .arg = arg };
+	struct each_arg a = { .skip = strlen(from), .fn = fn, .bad = bad, .arg = arg };
 	int64_t rev = 0;
-	int rc = store_etcd_scan(s->e, from, end, &rev, NULL, each_kv, &a);
+	int rc = store_etcd_scan_all(s->e, from, end, &rev, NULL, each_kv, each_bad, &a);
+	if (rc == 0)
+		rc = a.rc; /* bad's stop on the last record */
 	/* fn's own codes (a record that does not decode, the caller's stop) pass through */
-	if (rc <= ETCD_E_UNAVAILABLE && rc >= ETCD_E_NOMEM)
+	if (rc <= ETCD_E_UNAVAILABLE && rc >= ETCD_E_TOOBIG)
 		return remote_fail(s->e, rc);
 	return rc;
 }

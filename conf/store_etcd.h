@@ -36,8 +36,24 @@ bool store_etcd_parse_key(const char *prefix, const char *key, enum store_kind *
 
 /**
  * Every key in [from, end), read in pages all at one revision (0: now; the
- * revision read at is put in *revision), in key order.
- * @return 0, fn's non-zero value, or an ETCD_E_*.
+ * revision read at is put in *revision), in key order. A kv that cannot be
+ * handed over (etcd_kv.bad: a key with a NUL, a value too large) is passed
+ * over in silence. @return 0, fn's non-zero value, or an ETCD_E_*.
  */
 int store_etcd_scan(struct etcd *e, const char *from, const char *end, int64_t *revision, uint64_t *cluster,
                     int (*fn)(const struct etcd_kv *kv, void *arg), void *arg);
+
+/* Bytes of one page of a scan (see store_etcd_scan_all). */
+#define STORE_ETCD_PAGE_BYTES ((size_t)4 << 20)
+/* Largest single record a scan reads (its key, value, and the answer around them). */
+#define STORE_ETCD_RECORD_BYTES ((size_t)64 << 20)
+
+/**
+ * As store_etcd_scan, and a kv that cannot be handed over goes to skipped
+ * (optional) with why: one whose kv.bad is set, and one too large to read
+ * at all (more than STORE_ETCD_RECORD_BYTES as etcd sends it), named by its
+ * key. Neither ends the scan. Pages are bounded in bytes as well as keys.
+ */
+int store_etcd_scan_all(struct etcd *e, const char *from, const char *end, int64_t *revision, uint64_t *cluster,
+                        int (*fn)(const struct etcd_kv *kv, void *arg),
+                        void (*skipped)(const struct etcd_kv *kv, const char *why, void *arg), void *arg);

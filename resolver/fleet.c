@@ -23,6 +23,8 @@
 #define FLEET_BACKOFF_MAX_MS 2000
 /* The watch callback's "copy everything again" (a new cluster). */
 #define FLEET_RESYNC 1
+/* Records left out that one apply names in the log; the rest are counted. */
+#define FLEET_BAD_LOGGED 20
 
 struct fleet {
 	struct store *local;
@@ -82,39 +84,89 @@ static void set_connected(struct fleet *f, bool up, const char *why)
 		         f->revision);
 }
 
-/* A change of the shared store, as the local store takes it; NULL for another key. */
-static bool to_change(const struct fleet *f, const struct etcd_kv *kv, bool del, struct store_change *out)
+/*
+ * Records left out of one apply: each named in the log (its key escaped:
+ * anyone with write access to etcd chose it), up to FLEET_BAD_LOGGED, then
+ * counted, so a flood of junk cannot flood the log.
+ */
+struct badlog {
+	int64_t revision;
+	size_t n;
+};
+
+static void bad_log(struct badlog *b, const void *key, size_t keylen, const char *why)
 {
-	const char *name;
-	if (!store_etcd_parse_key(f->prefix, kv->key, &out->kind, &name))
-		return false;
-	out->key = name;
-	out->val = del ? NULL : kv->value;
-	out->len = del ? 0 : kv->vlen;
-	return true;
+	if (b->n++ >= FLEET_BAD_LOGGED)
+		return;
+	char esc[512];
+	log_err("fleet: the shared store's record %s at revision %" PRId64 " is left out: %s (the last good "
+	        "version, if any, stays)",
+	        store_key_escape(key, keylen, esc, sizeof(esc)), b->revision, why);
 }
 
-/* Write changes to the local store at revision; tell the daemon of a plan change. */
+static void bad_log_end(const struct badlog *b)
+{
+	if (b->n > FLEET_BAD_LOGGED)
+		log_err("fleet: %zu more record(s) of the shared store at revision %" PRId64 " left out",
+		        b->n - FLEET_BAD_LOGGED, b->revision);
+}
+
+/*
+ * A change of the shared store, as the local store takes it. @return 1 (out
+ * set), 0 for a key that is not a record (the change marker, a node's
+ * registration), -1 for one to leave out and name (why set): a kv the
+ * client could not read as text, or a key under the prefix that no
+ * partdns writes.
+ */
+static int to_change(const struct fleet *f, const struct etcd_kv *kv, bool del, struct store_change *out,
+                     const char **why)
+{
+	const char *name;
+	size_t pl = strlen(f->prefix);
+	*why = kv->bad;
+	if (kv->bad != NULL)
+		return -1;
+	if (store_etcd_parse_key(f->prefix, kv->key, &out->kind, &name)) {
+		out->key = name;
+		out->val = del ? NULL : kv->value;
+		out->len = del ? 0 : kv->vlen;
+		return 1;
+	}
+	if (kv->keylen >= pl && (strcmp(kv->key + pl, STORE_ETCD_CHANGED) == 0 ||
+	                         strncmp(kv->key + pl, STORE_ETCD_NODES, strlen(STORE_ETCD_NODES)) == 0))
+		return 0;
+	*why = "no partdns record has such a key";
+	return -1;
+}
+
+static void bad_change(const struct store_change *c, const char *why, void *arg)
+{
+	struct badlog *b = arg;
+	static const char *const dirs[] = { [STORE_KIND_DOMAIN] = "domains/", [STORE_KIND_STANDBY] = "standby/",
+		                            [STORE_KIND_PLAN] = "plan/" };
+	char key[600];
+	int n = snprintf(key, sizeof(key), "%s%s", dirs[c->kind], c->key);
+	bad_log(b, key, n > 0 && (size_t)n < sizeof(key) ? (size_t)n : strlen(key), why);
+}
+
+/* Write changes to the local store at revision; tell the daemon of a plan change. skipped: left out before. */
 static int apply(struct fleet *f, const struct store_change *ch, size_t n, bool full, uint64_t cluster,
-                 int64_t revision)
+                 int64_t revision, struct badlog *skipped)
 {
 	size_t bad = 0;
 	bool plan = false;
-	int err = store_mirror_apply(f->local, ch, n, full, cluster, revision, &bad, &plan);
+	int err = store_mirror_apply_ex(f->local, ch, n, full, cluster, revision, bad_change, skipped, &bad, &plan);
 	if (err != 0) {
 		char msg[512];
 		log_err("fleet: cannot apply the shared store's revision %" PRId64 " to the local store: %s", revision,
 		        store_message(err, NULL, msg, sizeof(msg)));
 		return err;
 	}
-	if (bad > 0)
-		log_err("fleet: %zu record(s) of the shared store at revision %" PRId64 " do not decode: left out "
-		        "(the last good version of each stays)",
-		        bad, revision);
+	bad_log_end(skipped);
 	pthread_mutex_lock(&f->lock);
 	f->revision = revision;
 	f->cluster = cluster;
-	f->bad_records += bad;
+	f->bad_records += skipped->n;
 	f->applied++;
 	if (full)
 		f->resyncs++;
@@ -133,13 +185,24 @@ struct copy {
 	uint8_t **vals; /* owned copies: the scan frees its pages */
 	char **keys;
 	size_t n, cap;
+	struct badlog skipped;
 };
+
+static void copy_skipped(const struct etcd_kv *kv, const char *why, void *arg)
+{
+	struct copy *c = arg;
+	bad_log(&c->skipped, kv->key, kv->keylen, why);
+}
 
 static int copy_kv(const struct etcd_kv *kv, void *arg)
 {
 	struct copy *c = arg;
 	struct store_change ch;
-	if (!to_change(c->f, kv, false, &ch))
+	const char *why;
+	int t = to_change(c->f, kv, false, &ch, &why);
+	if (t < 0)
+		copy_skipped(kv, why, c);
+	if (t <= 0)
 		return 0;
 	/* three arrays of one length: each grows to the same capacity */
 	size_t cap_ch = c->cap, cap_v = c->cap, cap_k = c->cap;
@@ -171,9 +234,11 @@ static int resync(struct fleet *f)
 	struct copy c = { .f = f };
 	int64_t rev = 0;
 	uint64_t cluster = 0;
-	int rc = store_etcd_scan(f->watch_e, f->prefix, end, &rev, &cluster, copy_kv, &c);
+	int rc = store_etcd_scan_all(f->watch_e, f->prefix, end, &rev, &cluster, copy_kv, copy_skipped, &c);
 	if (rc == 0) {
-		rc = apply(f, c.ch, c.n, true, cluster, rev);
+		/* the revision is known once the first page is read: name it now */
+		c.skipped.revision = rev;
+		rc = apply(f, c.ch, c.n, true, cluster, rev, &c.skipped);
 		if (rc == 0)
 			log_info("fleet: copied the shared store at revision %" PRId64 " (%zu record(s)) from %s", rev, c.n,
 			         etcd_member(f->watch_e));
@@ -209,18 +274,28 @@ static int on_events(const struct etcd_event *ev, size_t n, int64_t header_revis
 		return ETCD_E_NOMEM;
 	size_t m = 0;
 	int64_t rev = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kv.mod_revision > rev)
+			rev = ev[i].kv.mod_revision;
+	}
+	struct badlog skipped = { .revision = rev };
 	char marker[600];
 	snprintf(marker, sizeof(marker), "%s%s", f->prefix, STORE_ETCD_CHANGED);
+	rev = 0;
 	for (size_t i = 0; i < n; i++) {
-		bool data = to_change(f, &ev[i].kv, ev[i].del, &ch[m]);
-		if (data)
+		const char *why;
+		int t = to_change(f, &ev[i].kv, ev[i].del, &ch[m], &why);
+		if (t > 0)
 			m++;
-		/* the revision moves with data only: node registrations change all the time */
-		if ((data || strcmp(ev[i].kv.key, marker) == 0) && ev[i].kv.mod_revision > rev)
+		else if (t < 0)
+			bad_log(&skipped, ev[i].kv.key, ev[i].kv.keylen, why);
+		/* the revision moves with data only (node registrations change all
+		 * the time), and past what is left out: it is not read again */
+		if ((t != 0 || (ev[i].kv.bad == NULL && strcmp(ev[i].kv.key, marker) == 0)) && ev[i].kv.mod_revision > rev)
 			rev = ev[i].kv.mod_revision;
 	}
 	int rc = 0;
-	if (rev > 0 && apply(f, ch, m, false, cluster, rev) != 0)
+	if (rev > 0 && apply(f, ch, m, false, cluster, rev, &skipped) != 0)
 		rc = ETCD_E_NOMEM; /* the local store failed: end the watch, come back from the last revision */
 	free(ch);
 	return rc;
@@ -260,10 +335,13 @@ static void *mirror_main(void *arg)
 			set_connected(f, false, "the watch lagged");
 			continue;
 		}
-		if (rc == ETCD_E_COMPACTED || rc == FLEET_RESYNC) {
+		if (rc == ETCD_E_COMPACTED || rc == FLEET_RESYNC || rc == ETCD_E_TOOBIG) {
+			/* a message too large to read would be sent again on every
+			 * watch from here: the copy reads in pages and goes past it */
 			log_warn("fleet: %s: copying the whole shared store again",
-			         rc == FLEET_RESYNC ? "etcd is another cluster than the one last mirrored"
-			                            : "the revision reached was compacted away in etcd");
+			         rc == FLEET_RESYNC   ? "etcd is another cluster than the one last mirrored"
+			         : rc == ETCD_E_TOOBIG ? etcd_error(f->watch_e)
+			                               : "the revision reached was compacted away in etcd");
 			full = true;
 			continue;
 		}
