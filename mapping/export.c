@@ -7,6 +7,7 @@
 
 #include "mapping/export.h"
 #include "partition/prefix.h"
+#include "util/json.h"
 
 int mapping_format_parse(const char *name, enum mapping_format *out)
 {
@@ -198,71 +199,6 @@ static int export_csv(const struct mapping *m, const struct ptable *t, const cha
 }
 
 /* --- JSON (RFC 8259) --- */
-
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629), or 0 when ill-formed. */
-static size_t utf8_seq_len(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	size_t n;
-	unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		if (c == 0xe0)
-			lo = 0xa0; /* no overlongs */
-		else if (c == 0xed)
-			hi = 0x9f; /* no surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f; /* nothing past U+10FFFF */
-	} else
-		return 0;
-	if (s[1] < lo || s[1] > hi)
-		return 0; /* also stops at the NUL terminator */
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
-}
-
-/* A JSON string, or null for NULL; ill-formed UTF-8 becomes U+FFFD so the output stays valid JSON. */
-static void json_string(FILE *out, const char *str)
-{
-	if (str == NULL) {
-		fputs("null", out);
-		return;
-	}
-	const unsigned char *s = (const unsigned char *)str;
-	fputc('"', out);
-	while (*s != '\0') {
-		unsigned char c = *s;
-		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc(c, out);
-			s++;
-		} else if (c < 0x20) {
-			fprintf(out, "\\u%04x", c);
-			s++;
-		} else if (c < 0x80) {
-			fputc(c, out);
-			s++;
-		} else {
-			size_t n = utf8_seq_len(s);
-			if (n == 0) {
-				fputs("\\ufffd", out);
-				s++;
-			} else {
-				fwrite(s, 1, n, out);
-				s += n;
-			}
-		}
-	}
-	fputc('"', out);
-}
 
 static int export_json(const struct mapping *m, const struct ptable *t, const char *serial, FILE *out)
 {

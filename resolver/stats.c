@@ -6,6 +6,7 @@
 
 #include "resolver/rpz.h"
 #include "resolver/tier.h"
+#include "util/json.h"
 
 static const char *const counter_names[] = {
 #define COUNTER_NAME(n) #n,
@@ -73,21 +74,6 @@ static bool pool_counter(int idx)
 static uint64_t pool_value(const struct stats_view *v, int pool, const struct pool_item *it)
 {
 	return it->listeners ? v->listeners[it->idx] : v->pool[pool][it->idx];
-}
-
-/* A JSON string: quotes, backslashes and control characters escaped (config paths, zone and partition names are the operator's text). */
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
 }
 
 /* rpz_each's callbacks: "rpz.ZONE.hits N" lines, or the JSON list of zones. */
@@ -166,9 +152,10 @@ static void write_json(FILE *out, const struct stats_view *v)
 	size_t np = ptable_size(v->partitions);
 	for (size_t id = 0; id <= np; id++) {
 		const struct stats_partition *p = &v->part[id];
-		fprintf(out, "    { \"name\": \"%s\", \"id\": %zu, \"queries\": %llu, \"hits\": %llu, "
-		        "\"edns\": %llu }%s\n", ptable_name(v->partitions, (unsigned)id), id, ull(p->queries),
-		        ull(p->hits), ull(p->edns), id < np ? "," : "");
+		fputs("    { \"name\": ", out);
+		json_string(out, ptable_name(v->partitions, (unsigned)id));
+		fprintf(out, ", \"id\": %zu, \"queries\": %llu, \"hits\": %llu, \"edns\": %llu }%s\n", id,
+		        ull(p->queries), ull(p->hits), ull(p->edns), id < np ? "," : "");
 	}
 	fprintf(out, "  ]\n}\n");
 }
@@ -278,18 +265,24 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 	/* {"partition": "target", ...} of the partitions failed over */
 	fputs("  \"standby\": {", out);
 	const char *p = v->standby ? v->standby : "";
-	for (bool first = true; *p != '\0'; first = false) {
+	for (bool first = true; *p != '\0';) {
 		const char *end = strchr(p, ' ');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		const char *gt = memchr(p, '>', len);
-		if (gt != NULL)
-			fprintf(out, "%s\"%.*s\": \"%.*s\"", first ? "" : ", ", (int)(gt - p), p, (int)(len - (size_t)(gt - p) - 1),
-			        gt + 1);
+		if (gt != NULL) {
+			fputs(first ? "" : ", ", out);
+			json_string_len(out, p, (size_t)(gt - p));
+			fputs(": ", out);
+			json_string_len(out, gt + 1, len - (size_t)(gt - p) - 1);
+			first = false;
+		}
 		p += len;
 		while (*p == ' ')
 			p++;
 	}
-	fprintf(out, "},\n  \"plan_source\": \"%s\",\n", v->plan_source ? v->plan_source : "config");
+	fputs("},\n  \"plan_source\": ", out);
+	json_string(out, v->plan_source ? v->plan_source : "config");
+	fputs(",\n", out);
 	if (v->fleet_on) {
 		fputs("  \"fleet\": {\"node\": ", out);
 		json_string(out, v->fleet.name);

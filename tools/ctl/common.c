@@ -353,18 +353,3 @@ int ctl_name_check(const char *text, char *why, size_t size)
 	}
 	return 0;
 }
-
-void ctl_json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(out, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(out, "\\u%04x", ch);
-		else
-			fputc(ch, out);
-	}
-	fputc('"', out);
-}

@@ -166,5 +166,3 @@ int ctl_name_check(const char *text, char *why, size_t size);
 /** len bytes of s into buf for a message, bytes outside printable ASCII as \\xHH (cut to fit). */
 void ctl_show_text(const char *s, size_t len, char *buf, size_t size);
 
-/** Write s as a JSON string (quoted, escaped) to out. */
-void ctl_json_string(FILE *out, const char *s);

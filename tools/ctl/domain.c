@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "tools/ctl/ctl.h"
+#include "util/json.h"
 
 #define IMPORT_LINE_MAX 4096   /* longer lines are errors, not truncated */
 #define IMPORT_MAX_ERRORS 100  /* after this many, stop reporting (still nothing imported) */
@@ -491,7 +492,27 @@ struct list_state {
 	size_t fwidth;  /* of the forward column */
 	size_t awidth;  /* of the added_by column */
 	size_t count;
+	const char *what;  /* "domain list" or "domain export" */
+	bool quiet;        /* a pass that only measures: say nothing of skipped records */
+	size_t skipped;    /* records that did not decode */
 };
+
+/*
+ * A record that does not decode (a shared store holds anyone's writes): a
+ * warning naming its key, escaped, and the listing goes on, so the
+ * operator can still see and back up every other domain.
+ */
+static int skip_fn(const void *key, size_t keylen, const char *why, void *arg)
+{
+	struct list_state *st = arg;
+	if (st->quiet)
+		return 0;
+	char esc[1100];
+	st->skipped++;
+	fprintf(stderr, "partdnsctl: warning: %s: record %s skipped: %s\n", st->what,
+	        store_key_escape(key, keylen, esc, sizeof(esc)), why);
+	return 0;
+}
 
 /* The FORWARD column: the targets, "(edns.forward)", or "-" for iterate. */
 static void forward_text(const struct store_domain *d, char *buf, size_t size)
@@ -558,7 +579,7 @@ static void json_who(FILE *out, const char *key, int64_t t, const char *who)
 		fputs("null", out);
 	fprintf(out, ", \"%s_by\": ", key);
 	if (who[0] != '\0')
-		ctl_json_string(out, who);
+		json_string(out, who);
 	else
 		fputs("null", out);
 }
@@ -567,13 +588,13 @@ static int json_fn(const struct store_domain *d, void *arg)
 {
 	struct list_state *st = arg;
 	fputs(st->count ? ",\n  {\"name\": " : "[\n  {\"name\": ", st->out);
-	ctl_json_string(st->out, d->name);
+	json_string(st->out, d->name);
 	fprintf(st->out, ", \"subtree\": %s, \"policy\": \"%s\", \"forward\": [",
 	        d->subtree ? "true" : "false", policy_name(d->policy));
 	for (size_t i = 0; i < d->nforward; i++) {
 		if (i)
 			fputs(", ", st->out);
-		ctl_json_string(st->out, d->forward[i].text);
+		json_string(st->out, d->forward[i].text);
 	}
 	fputc(']', st->out);
 	json_who(st->out, "added", d->added, d->added_by);
@@ -628,7 +649,7 @@ static int domain_list(struct ctl *c, int argc, char **argv, bool export)
 	if ((rc = ctl_store_open(c, what, true, false, &s, &missing)) != CTL_OK)
 		return rc;
 	/* columns at least as wide as their headings */
-	struct list_state st = { .out = stdout, .width = 4, .fwidth = 7, .awidth = 8 };
+	struct list_state st = { .out = stdout, .width = 4, .fwidth = 7, .awidth = 8, .what = what };
 	int e = 0;
 	if (missing) {
 		/* The directory is there, nothing was added yet: an empty list. */
@@ -639,13 +660,15 @@ static int domain_list(struct ctl *c, int argc, char **argv, bool export)
 		ctl_time_format((int64_t)time(NULL), now, sizeof(now));
 		fprintf(stdout, "# partdnsctl domain export from %s at %s by %s\n", ctl_store_dir(c), now,
 		        c->user);
-		e = store_foreach(s, export_fn, &st);
+		e = store_foreach_all(s, export_fn, skip_fn, &st);
 	} else if (json) {
-		e = store_foreach(s, json_fn, &st);
+		e = store_foreach_all(s, json_fn, skip_fn, &st);
 	} else {
-		e = store_foreach(s, width_fn, &st);
+		st.quiet = true;
+		e = store_foreach_all(s, width_fn, skip_fn, &st);
+		st.quiet = false;
 		if (e == 0)
-			e = store_foreach(s, list_fn, &st);
+			e = store_foreach_all(s, list_fn, skip_fn, &st);
 	}
 	if (!missing)
 		store_close(s);
@@ -655,6 +678,11 @@ static int domain_list(struct ctl *c, int argc, char **argv, bool export)
 		char msg[1024];
 		ctl_error("domain %s: cannot read: %s", argv[0],
 		          store_message(e, ctl_store_dir(c), msg, sizeof(msg)));
+		return CTL_ERROR;
+	}
+	if (st.skipped > 0) {
+		/* the rest is listed; the status says the listing is not whole */
+		ctl_error("domain %s: %zu record(s) skipped: they do not decode (named above)", argv[0], st.skipped);
 		return CTL_ERROR;
 	}
 	return CTL_OK;

@@ -15,6 +15,7 @@
 
 #include "conf/store_etcd.h"
 #include "tools/ctl/ctl.h"
+#include "util/json.h"
 #include "util/vec.h"
 
 struct node {
@@ -196,12 +197,12 @@ static int fleet_status(struct ctl *c, int argc, char **argv)
 		show_time(n->updated, updated, sizeof(updated));
 		if (json) {
 			printf("%s{\"name\":", i ? "," : "");
-			ctl_json_string(stdout, n->name);
+			json_string(stdout, n->name);
 			printf(",\"revision\":%" PRId64 ",\"serial\":%" PRId64 ",\"connected\":%s,\"version\":", n->revision,
 			       n->serial, n->connected ? "true" : "false");
-			ctl_json_string(stdout, n->version);
+			json_string(stdout, n->version);
 			printf(",\"started\":\"%s\",\"updated\":\"%s\",\"drift\":", started, updated);
-			ctl_json_string(stdout, why);
+			json_string(stdout, why);
 			printf("}");
 		} else {
 			printf("%-24s %10" PRId64 " %10" PRId64 " %-8s %-20s %s\n", n->name, n->revision, n->serial,
