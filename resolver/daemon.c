@@ -44,6 +44,7 @@
 #include "resolver/topk.h"
 #include "resolver/ubctx.h"
 #include "resolver/worker.h"
+#include "util/json.h"
 
 struct daemon {
 	char *conf_path;
@@ -399,13 +400,17 @@ static int cmd_steering(void *arg, int argc, char **argv, FILE *out, FILE *err)
 			snprintf(scope, sizeof(scope), json ? "%u" : "/%u", (unsigned)r->scope);
 		else
 			snprintf(scope, sizeof(scope), json ? "null" : "-");
-		if (json)
+		if (json) {
+			/* a flagged name may hold any byte a DNS label can ('"' included) */
+			fprintf(out, "%s\n    { \"partition\": ", shown ? "," : "");
+			json_string(out, r->partition);
+			fputs(", \"rule\": ", out);
+			json_string(out, r->rule);
 			fprintf(out,
-			        "%s\n    { \"partition\": \"%s\", \"rule\": \"%s\", \"addresses\": [%s], \"ecs\": \"%s\", "
-			        "\"scope\": %s, \"answers\": %llu, \"echoed\": %llu, \"last\": \"%s\" }",
-			        shown ? "," : "", r->partition, r->rule, addrs, ecs, scope, (unsigned long long)r->answers,
-			        (unsigned long long)r->echoed, when);
-		else
+			        ", \"addresses\": [%s], \"ecs\": \"%s\", \"scope\": %s, \"answers\": %llu, \"echoed\": %llu, "
+			        "\"last\": \"%s\" }",
+			        addrs, ecs, scope, (unsigned long long)r->answers, (unsigned long long)r->echoed, when);
+		} else
 			fprintf(out, "%s %s %s ecs=%s scope=%s answers=%llu echoed=%llu last=%s\n", r->partition, r->rule,
 			        r->naddr ? addrs : "-", ecs, scope, (unsigned long long)r->answers,
 			        (unsigned long long)r->echoed, when);

@@ -14,6 +14,8 @@ pd_require_bins
 pd_write_conf "$IT_TMP/partdns.yaml"
 pdctl domain add video.customer.example >/dev/null
 pdctl domain add www.customer.example >/dev/null
+# a label may hold any byte: the JSON report must still parse
+pdctl domain add 'q"uote.customer.example' >/dev/null
 partdns_start "$PD_CONF"
 
 # row PARTITION RULE: that row of partdnsctl steering
@@ -36,6 +38,16 @@ out=$(pdctl steering --zone customer.example)
 assert_eq "--zone customer.example: the three rows" 3 "$(printf '%s\n' "$out" | grep -c .)"
 assert_contains "--json" '"partition": "nanjing", "rule": "www.customer.example.", "addresses": ["203.0.113.10"], "ecs": "ignored"' \
   "$(pdctl steering --json)"
+
+# a flagged name with a '"' (NXDOMAIN, still a final answer with a row)
+pd_dig 127.0.1.10 'q"uote.customer.example' A >/dev/null
+pdctl steering --json > "$IT_TMP/steering.json"
+log "$(cat "$IT_TMP/steering.json")"
+rc=0; /usr/bin/python3 -m json.tool "$IT_TMP/steering.json" > "$IT_TMP/steering.parsed" 2>&1 || rc=$?
+assert_eq "--json with a '\"' in a flagged name parses (python3 -m json.tool)" 0 "$rc"
+assert_contains "... the name escaped" '"rule": "q\"uote.customer.example."' "$(cat "$IT_TMP/steering.json")"
+assert_contains "... and read back as it is" 'q"uote.customer.example.' \
+  "$(/usr/bin/python3 -c 'import json,sys; print([r["rule"] for r in json.load(open(sys.argv[1]))["steering"]])' "$IT_TMP/steering.json")"
 
 # clients in no partition: 127.0.9.0/24 asks 3 times, 127.0.8.0/24 once
 for i in 1 2 3; do dig_a 127.0.9.$i www.customer.example >/dev/null; done
