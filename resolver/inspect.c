@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "mapping/ecs.h"
@@ -36,9 +37,26 @@ static int copy_entry(const uint8_t *val, size_t vlen, const struct cache_hit *h
 	return 0;
 }
 
-uint16_t inspect_type(const char *text)
+int inspect_type(const char *text)
 {
-	return (uint16_t)ldns_get_rr_type_by_name(text);
+	/* ldns reads TYPEnnn with atoi and keeps the low 16 bits (TYPE99999 would
+	 * be TYPE34463): the number is read here, and refused when too large */
+	if (strncasecmp(text, "TYPE", 4) == 0 && text[4] != '\0' && strspn(text + 4, "0123456789") == strlen(text + 4)) {
+		if (strlen(text + 4) > 5)
+			return -ERANGE;
+		unsigned long v = strtoul(text + 4, NULL, 10);
+		return v == 0 ? -EINVAL : v > 65535 ? -ERANGE : (int)v;
+	}
+	int t = (int)ldns_get_rr_type_by_name(text);
+	return t > 0 ? t : -EINVAL;
+}
+
+void inspect_type_error(FILE *err, const char *text, int rc)
+{
+	if (rc == -ERANGE)
+		fprintf(err, "type '%s' out of range: a type number is 1..65535\n", text);
+	else
+		fprintf(err, "unknown type '%s'\n", text);
 }
 
 /* The Extended DNS Errors (RFC 8914) of the reply, if any. */
@@ -94,11 +112,12 @@ int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const
 	}
 	uint16_t qtype = LDNS_RR_TYPE_A;
 	if (type != NULL) {
-		qtype = inspect_type(type);
-		if (qtype == 0) {
-			fprintf(err, "unknown type '%s'\n", type);
+		int t = inspect_type(type);
+		if (t < 0) {
+			inspect_type_error(err, type, t);
 			return -EINVAL;
 		}
+		qtype = (uint16_t)t;
 	}
 	unsigned part = PARTITION_COMMON;
 	if (partition != NULL && strcmp(partition, "common") != 0) {

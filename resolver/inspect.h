@@ -25,8 +25,15 @@ int inspect_cache_lookup(struct cache *cache, const struct snapshot *snap, const
 /* Room for any query wire_query_build writes without ECS: header, question, OPT. */
 #define INSPECT_QUERY_MAX (12 + 255 + 4 + 11)
 
-/** A record type by name ("AAAA"). @return the type, or 0 when unknown. */
-uint16_t inspect_type(const char *text);
+/**
+ * A record type by name ("AAAA") or number ("TYPE65", RFC 3597).
+ * @return the type (1..65535), -ERANGE for a TYPEnnn above 65535, or
+ *         -EINVAL when unknown.
+ */
+int inspect_type(const char *text);
+
+/** The message for inspect_type()'s error rc about text, for the control client. */
+void inspect_type_error(FILE *err, const char *text, int rc);
 
 /** A DNS reply as dig shows it: rcode, Extended DNS Errors, answer and authority records. */
 void inspect_print_reply(FILE *out, const uint8_t *reply, size_t len);

@@ -146,14 +146,14 @@ int probe_query(struct probe *p, const char *name, const char *type, const char 
 	int rc = 0;
 	uint8_t wname[WIRE_MAX_NAME];
 	int nl = wire_name_from_text(name, wname, sizeof(wname));
-	uint16_t qtype = type != NULL ? inspect_type(type) : 1;
+	int qtype = type != NULL ? inspect_type(type) : 1;
 	int id = partition != NULL ? ptable_find(snap->conf->partitions.table, partition) : -1;
 	struct pick k = { .found = false };
 	if (nl < 0) {
 		fprintf(err, "bad name '%s'\n", name);
 		rc = -EINVAL;
-	} else if (qtype == 0) {
-		fprintf(err, "unknown type '%s'\n", type);
+	} else if (qtype < 0) {
+		inspect_type_error(err, type, qtype);
 		rc = -EINVAL;
 	} else if (id <= 0) {
 		fprintf(err, "no partition '%s' (a client of no city is answered from the common cache: ask with dig)\n",
@@ -187,7 +187,7 @@ int probe_query(struct probe *p, const char *name, const char *type, const char 
 	if (getrandom(&qid, sizeof(qid), 0) != (ssize_t)sizeof(qid))
 		qid = (uint16_t)clock_ns();
 	uint8_t pkt[INSPECT_QUERY_MAX];
-	int len = wire_query_build(qid, true, false, wname, (size_t)nl, qtype, 1, NULL, pkt, sizeof(pkt));
+	int len = wire_query_build(qid, true, false, wname, (size_t)nl, (uint16_t)qtype, 1, NULL, pkt, sizeof(pkt));
 	struct query_client cl = { .tcp = false, .udp_fd = -1, .peer = &peer, .peer_len = plen };
 	uint64_t hits = counter_get(&p->ctr.hits), t0 = clock_ns();
 	int n = len < 0 ? 0 : query_process(&p->x, &cl, pkt, (size_t)len, p->out, sizeof(p->out));

@@ -526,6 +526,13 @@ if start_server normal; then
 	req_is "cache flush name=www.example.com. partition=suzhou" # nothing was sent
 	run 0 -c "$C" cache flush _dmarc.Example.com.; req_is "cache flush name=_dmarc.example.com."
 	run 0 -c "$C" cache flush .;   req_is "cache flush name=."
+	# RFC 3597 type numbers: 16 bits, never cut to the low ones (TYPE99999 was sent and read as TYPE34463)
+	run 0 -c "$C" cache lookup www.example.com --type TYPE65535; req_is "cache lookup name=www.example.com. type=TYPE65535"
+	run 2 -c "$C" cache lookup www.example.com --type TYPE99999
+	err_has "cache lookup: --type TYPE99999 is out of range: a type number is 1..65535"
+	run 2 -c "$C" query www.example.com --type type65536 --partition nanjing; err_has "--type type65536 is out of range"
+	run 2 -c "$C" cache lookup www.example.com --type TYPE0; err_has "out of range"
+	req_is "cache lookup name=www.example.com. type=TYPE65535" # nothing was sent
 	run 1 -c "$C" reload
 	err_has "reload failed: config has errors"; err_has "partdns.yaml:3:5: error: unknown key"; out_empty
 	req_is "reload"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "control/client.h"
 #include "partition/partition.h"
@@ -189,6 +190,13 @@ static int lookup_opt(int opt, const char *arg, void *ctx)
 	for (const char *p = arg; *p; p++)
 		if (*p <= ' ' || *p == '=' || *p > '~')
 			return ctl_usage_error("%s: bad %s value", o->what, key);
+	/* RFC 3597's TYPEnnn: a 16-bit number, never cut to its low bits */
+	const char *digits = arg + 4;
+	if (opt == OPT_TYPE && strncasecmp(arg, "TYPE", 4) == 0 && *digits != '\0' &&
+	    strspn(digits, "0123456789") == strlen(digits) &&
+	    (strlen(digits) > 5 || strtoul(digits, NULL, 10) > 65535 || strtoul(digits, NULL, 10) == 0))
+		return ctl_usage_error("%s: --type %s is out of range: a type number is 1..65535 (TYPE1..TYPE65535)",
+		                       o->what, arg);
 	*slot = arg;
 	return 0;
 }
