@@ -305,6 +305,7 @@ int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q)
 	q->question_end = 0;
 	q->has_edns = false;
 	q->edns_udp = 0;
+	q->reply_udp = WIRE_DEFAULT_UDP;
 	q->edns_version = 0;
 	q->edns_do = false;
 	q->has_ecs = false;
@@ -392,8 +393,14 @@ static size_t opt_rr_size(const struct ecs *ecs, const struct wire_ede *ede)
 	return OPT_RR_FIXED + (ecs != NULL ? OPTION_HDR + ecs_size(ecs) : 0) + ede_size(ede);
 }
 
-/* Write our OPT record. @return its length, -ENOSPC or -EINVAL (bad ecs, EDE text too long). */
-static int opt_write(uint8_t *p, size_t cap, uint8_t ext_rcode, bool do_bit, const struct ecs *ecs,
+/* The UDP size our OPT in a reply to q advertises: server.max_udp_size, as set on q by the caller. */
+static uint16_t reply_udp(const struct wire_query *q)
+{
+	return q->reply_udp >= WIRE_MIN_UDP ? q->reply_udp : WIRE_DEFAULT_UDP;
+}
+
+/* Write our OPT record advertising udp. @return its length, -ENOSPC or -EINVAL (bad ecs, EDE text too long). */
+static int opt_write(uint8_t *p, size_t cap, uint16_t udp, uint8_t ext_rcode, bool do_bit, const struct ecs *ecs,
 		     const struct wire_ede *ede)
 {
 	size_t need = opt_rr_size(ecs, ede);
@@ -403,7 +410,7 @@ static int opt_write(uint8_t *p, size_t cap, uint8_t ext_rcode, bool do_bit, con
 		return -EINVAL;
 	p[0] = 0;
 	wr16(p + 1, WIRE_TYPE_OPT);
-	wr16(p + 3, WIRE_DEFAULT_UDP);
+	wr16(p + 3, udp);
 	p[5] = ext_rcode;
 	p[6] = 0; /* version */
 	wr16(p + 7, do_bit ? 0x8000 : 0);
@@ -459,7 +466,7 @@ int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *ec
 		pos += 4;
 	}
 	if (opt) {
-		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs, ede);
+		int rc = opt_write(out + pos, cap - pos, reply_udp(q), (uint8_t)(rcode >> 4), q->edns_do, ecs, ede);
 		if (rc < 0)
 			return rc;
 		pos += (size_t)rc;
@@ -498,7 +505,7 @@ int wire_write_any(const struct wire_query *q, const struct ecs *echo, uint8_t *
 	memcpy(out + pos + 12, hinfo, sizeof(hinfo));
 	pos += rr_len;
 	if (q->has_edns) {
-		int rc = opt_write(out + pos, cap - pos, 0, q->edns_do, ecs, NULL);
+		int rc = opt_write(out + pos, cap - pos, reply_udp(q), 0, q->edns_do, ecs, NULL);
 		if (rc < 0)
 			return rc;
 		pos += (size_t)rc;
@@ -924,6 +931,64 @@ static uint32_t min32(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
+/*
+ * RFC 4035 §5.3.3: an RRset's TTL is at most its RRSIG's Original TTL, and
+ * the RRSIG's own TTL too. libunbound counts TTLs down against the wall
+ * clock; when that clock steps back (an NTP step, a faked clock) the TTLs
+ * it hands us grow past what the zone signed, and records it kept with TTL
+ * 0 seem alive again. Capping here bounds what we cache and serve to the
+ * signed TTLs whatever libunbound's clock did. The signatures of the answer
+ * and authority sections are collected first (at most SIG_CAPS of them:
+ * more are rare, and a record without a cap keeps its clamped TTL).
+ */
+#define SIG_CAPS 16
+
+struct sig_cap {
+	uint8_t owner[WIRE_MAX_NAME];
+	size_t owner_len;
+	uint16_t covered;
+	uint8_t section;
+	uint32_t orig;
+};
+
+/* The RRSIGs of answer and authority from pos on; a malformed record ends
+ * the scan quietly (the pass that follows reports it). */
+static unsigned sig_caps_scan(const uint8_t *resp, size_t len, size_t pos, const unsigned count[3],
+			      struct sig_cap *caps)
+{
+	unsigned n = 0;
+	for (int s = 0; s < 2; s++)
+		for (unsigned i = 0; i < count[s]; i++) {
+			struct rr rr;
+			uint8_t owner[WIRE_MAX_NAME];
+			if (rr_read(resp, len, &pos, &rr, owner) != 0)
+				return n;
+			if (rr.type != WIRE_TYPE_RRSIG || rr.rdlen < 18 || n == SIG_CAPS)
+				continue;
+			struct sig_cap *c = &caps[n++];
+			memcpy(c->owner, owner, rr.owner_len);
+			c->owner_len = rr.owner_len;
+			c->covered = rd16(resp + rr.rdata);
+			c->section = (uint8_t)s;
+			c->orig = ttl_sane(rd32(resp + rr.rdata + 4));
+		}
+	return n;
+}
+
+/* The cap of a record of section s (UINT32_MAX: none). */
+static uint32_t sig_cap_of(const struct sig_cap *caps, unsigned n, int s, const uint8_t *owner, const struct rr *rr,
+			   const uint8_t *resp)
+{
+	if (rr->type == WIRE_TYPE_RRSIG)
+		return rr->rdlen >= 18 ? ttl_sane(rd32(resp + rr->rdata + 4)) : UINT32_MAX;
+	uint32_t cap = UINT32_MAX;
+	for (unsigned i = 0; i < n; i++)
+		if (caps[i].section == s && caps[i].covered == rr->type && caps[i].orig < cap &&
+		    caps[i].owner_len == rr->owner_len && bytes_equal_ci(caps[i].owner, owner, rr->owner_len))
+			cap = caps[i].orig;
+	return cap;
+}
+
 /* RRSIG, NSEC, NSEC3: only for clients that set DO (RFC 4035 §3.2.1) unless asked for. */
 static bool is_dnssec_type(uint16_t type)
 {
@@ -958,9 +1023,11 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	/* Every input RR takes at least 11 bytes: that bounds the TTL list
 	 * (on the stack for the usual answer, up to ~6 KB). */
 	uint16_t offs_stack[512];
+	uint32_t tvals_stack[512]; /* adopt: each TTL as clamped, written at the end */
 	size_t noffs = len / (1 + RR_FIXED) + 1;
 	uint16_t *offs = noffs <= 512 ? offs_stack : malloc(sizeof(*offs) * noffs);
-	int rc = ((!adopt && e == NULL) || offs == NULL) ? -ENOMEM : 0;
+	uint32_t *tvals = noffs <= 512 ? tvals_stack : malloc(sizeof(*tvals) * noffs);
+	int rc = ((!adopt && e == NULL) || offs == NULL || tvals == NULL) ? -ENOMEM : 0;
 	if (rc != 0)
 		goto out;
 	uint8_t marks[(WIRE_MAX_MSG + 8) / 8]; /* adopt: label starts, one bit per byte of resp */
@@ -982,6 +1049,8 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	if (rc != 0)
 		goto out;
 	uint16_t qtype = rd16(resp + pos - 4);
+	struct sig_cap caps[SIG_CAPS];
+	unsigned ncaps = sig_caps_scan(resp, len, pos, count, caps);
 	/* the output so far: adopted, resp up to pos; else e's */
 	size_t an_pos = pos, qd_end = adopt ? pos : e->len, ns_end = 0, out_end = qd_end;
 
@@ -1025,7 +1094,20 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 				if (strip)
 					continue;
 			}
-			uint32_t t = ttl_clamp(rr.ttl, lim);
+			uint32_t t = ttl_sane(rr.ttl);
+			if (s < 2 && (ncaps > 0 || rr.type == WIRE_TYPE_RRSIG)) {
+				const uint8_t *own = owner;
+				uint8_t own_buf[WIRE_MAX_NAME];
+				size_t own_at = at, own_len;
+				if (adopt) { /* adopted records were not copied: only now, and only with signatures */
+					rc = name_read(resp, len, &own_at, own_buf, &own_len);
+					if (rc != 0)
+						goto out;
+					own = own_buf;
+				}
+				t = min32(t, sig_cap_of(caps, ncaps, s, own, &rr, resp));
+			}
+			t = ttl_clamp(t, lim);
 			size_t tpos;
 			if (adopt) {
 				rc = enc_rdata(NULL, marks, resp, &rr);
@@ -1037,6 +1119,7 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 			}
 			if (rc != 0)
 				goto out;
+			tvals[nttl] = t;
 			offs[nttl++] = (uint16_t)tpos;
 			if (s < 2)
 				min_anns = min32(min_anns, t);
@@ -1104,7 +1187,7 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	wr16(m + 10, (uint16_t)nout[2]);
 	if (adopt) /* re-encoding wrote them clamped */
 		for (unsigned i = 0; i < nttl; i++)
-			wr32(m + offs[i], ttl_clamp(rd32(m + offs[i]), lim));
+			wr32(m + offs[i], tvals[i]);
 	if (soa_write) /* it counts down with the entry */
 		wr32(m + soa_ttl_pos, soa_set);
 	*blob = b;
@@ -1113,6 +1196,8 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 out:
 	if (offs != offs_stack)
 		free(offs);
+	if (tvals != tvals_stack)
+		free(tvals);
 	enc_free(e);
 	return rc;
 }
@@ -1283,7 +1368,7 @@ int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint
 	}
 	size_t pos = body_end;
 	if (opt) {
-		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs, NULL);
+		int rc = opt_write(out + pos, cap - pos, reply_udp(q), (uint8_t)(rcode >> 4), q->edns_do, ecs, NULL);
 		if (rc < 0)
 			return rc;
 		pos += (size_t)rc;
@@ -1381,7 +1466,7 @@ int wire_query_build(uint16_t id, bool rd, bool do_bit, const uint8_t *qname, si
 	wr16(out + pos, qtype);
 	wr16(out + pos + 2, qclass);
 	pos += 4;
-	int rc = opt_write(out + pos, cap - pos, 0, do_bit, ecs, NULL);
+	int rc = opt_write(out + pos, cap - pos, WIRE_DEFAULT_UDP, 0, do_bit, ecs, NULL);
 	if (rc < 0)
 		return rc;
 	return (int)(pos + (size_t)rc);

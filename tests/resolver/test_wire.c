@@ -1053,6 +1053,97 @@ static void test_prepare_ttl_top_bit(void **state)
 	free(p);
 }
 
+/* An RRSIG for type covered, owner as written, with Original TTL orig. */
+static void put_rrsig(struct pkt *p, const char *owner, uint16_t covered, uint32_t ttl, uint32_t orig)
+{
+	putname(p, owner);
+	size_t at = rr_begin(p, WIRE_TYPE_RRSIG, WIRE_CLASS_IN, ttl);
+	put16(p, covered);
+	put8(p, 8); /* algorithm */
+	put8(p, 3); /* labels */
+	put32(p, orig);
+	put32(p, 1492473600u); /* expiration */
+	put32(p, 1489968000u); /* inception */
+	put16(p, 41524);
+	putname(p, "example.com");
+	puthex(p, "0102030405060708");
+	rr_end(p, at);
+}
+
+/* TTLs of the blob's message as stored (age 0), in record order. */
+static unsigned blob_ttls(const uint8_t *blob, size_t blob_len, uint32_t *out, unsigned cap)
+{
+	struct wire_blob_info bi;
+	assert_int_equal(wire_blob_info(blob, blob_len, &bi), 0);
+	ldns_pkt *pk = must_parse("blob", blob + bi.msg_off, bi.msg_len);
+	unsigned n = 0;
+	const ldns_rr_list *secs[2] = {ldns_pkt_answer(pk), ldns_pkt_authority(pk)};
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < ldns_rr_list_rr_count(secs[s]) && n < cap; i++)
+			out[n++] = ttl_of(secs[s], i);
+	ldns_pkt_free(pk);
+	return n;
+}
+
+/*
+ * RFC 4035 §5.3.3: no TTL above its RRSIG's Original TTL. libunbound's TTLs
+ * grow past it when its wall clock steps back (Deckard's
+ * nsec_wildcard_answer_response served 3664 for 3600, and an NSEC signed
+ * with TTL 0 proved a wildcard answer again); both the adopted and the
+ * re-encoded blob cap them, and the cache lifetime with them. Owners match
+ * whatever their case; a record without a signature keeps its TTL.
+ */
+static void test_prepare_rrsig_cap(void **state)
+{
+	(void)state;
+	for (int with_nsec = 0; with_nsec < 2; with_nsec++) {
+		struct pkt *p = calloc(1, sizeof(*p));
+		assert_non_null(p);
+		hdr(p, 0x4242, 0x81a0, 1, 2, with_nsec ? 3 : 1, 0);
+		putname(p, "www.example.com");
+		put16(p, WIRE_TYPE_A);
+		put16(p, WIRE_CLASS_IN);
+		putname(p, "www.example.com");
+		size_t at = rr_begin(p, WIRE_TYPE_A, WIRE_CLASS_IN, 3664);
+		put_a(p, "198.51.100.7");
+		rr_end(p, at);
+		put_rrsig(p, "WWW.Example.COM", WIRE_TYPE_A, 3664, 3600);
+		putname(p, "example.com");
+		at = rr_begin(p, WIRE_TYPE_NS, WIRE_CLASS_IN, 7200);
+		putname(p, "ns1.example.com");
+		rr_end(p, at);
+		if (with_nsec) {
+			putname(p, "a.example.com");
+			at = rr_begin(p, 47, WIRE_CLASS_IN, 50);
+			putname(p, "z.example.com");
+			puthex(p, "000140");
+			rr_end(p, at);
+			put_rrsig(p, "a.example.com", 47, 50, 0);
+		}
+		for (int adopt = 0; adopt < 2; adopt++) {
+			uint8_t *b;
+			size_t b_len;
+			uint32_t life, ttls[8];
+			struct wire_limits lim = {.max_ttl = 86400};
+			int rc = adopt ? wire_answer_adopt_chain(p->b, p->n, &lim, &b, &b_len, &life, NULL)
+			               : wire_answer_prepare_chain(p->b, p->n, &lim, &b, &b_len, &life, NULL);
+			assert_int_equal(rc, 0);
+			unsigned n = blob_ttls(b, b_len, ttls, 8);
+			assert_int_equal(n, with_nsec ? 5 : 3);
+			assert_int_equal(ttls[0], 3600); /* A: its RRSIG's Original TTL */
+			assert_int_equal(ttls[1], 3600); /* the RRSIG itself */
+			assert_int_equal(ttls[2], 7200); /* unsigned NS: as it came */
+			if (with_nsec) {
+				assert_int_equal(ttls[3], 0); /* NSEC signed with TTL 0 */
+				assert_int_equal(ttls[4], 0);
+			}
+			assert_int_equal(life, with_nsec ? 0 : 3600);
+			free(b);
+		}
+		free(p);
+	}
+}
+
 /* Negative and non-cacheable answers. */
 struct neg_row {
 	const char *msg;
@@ -2466,6 +2557,7 @@ int main(void)
 		cmocka_unit_test(test_adopt_falls_back),
 		cmocka_unit_test(test_prepare_ttl_table),
 		cmocka_unit_test(test_prepare_ttl_top_bit),
+		cmocka_unit_test(test_prepare_rrsig_cap),
 		cmocka_unit_test(test_prepare_negative_table),
 		cmocka_unit_test(test_prepare_extended_rcode),
 		cmocka_unit_test(test_prepare_malformed_table),
