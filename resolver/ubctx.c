@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "resolver/log.h"
+#include "util/file.h"
 
 /* Forward zones are clauses, which ub_ctx_set_option cannot take: write them
  * as an unbound.conf fragment and let libunbound read it. */
@@ -51,51 +52,67 @@ static int load_forward_zones(struct ub_ctx *ctx, const struct conf *c)
 /*
  * The stub zones of share (ubctx.h): each an auth-zone holding only its SOA
  * and NS, for-upstream and without fallback, so the iterator answers every
- * name below it (NXDOMAIN) instead of asking its servers; domain-insecure,
- * as the validator would find no keys there. libunbound reads zone files
- * when the context is finalised, so it is finalised here (removing a local
- * zone that does not exist is the API's one call that only finalises) and
- * the files go at once. A name whose text could break the config's quoting
- * gets no stub: its chains are followed as in a plain context.
+ * name below it (NXDOMAIN) instead of asking its servers. libunbound reads
+ * zone files when the context is finalised, so it is finalised here
+ * (removing a local zone that does not exist is the API's one call that
+ * only finalises) and the files go at once. A name whose text could break
+ * the config's quoting gets no stub: its chains are followed as in a plain
+ * context.
+ *
+ * Every zone reads the same two-record file: libunbound starts a zone
+ * file's $ORIGIN at the zone's name, so "@" is each zone's apex. A file per
+ * zone made building quadratic on ext4 (creating an inode scans the
+ * inodes deleted recently, and each build deleted as many as it made: 26 s
+ * for 10,000 subtrees on a loaded box, 332 s for 100,000); what is left is
+ * libunbound's open and parse of the file per zone (bench/RESULTS.md
+ * "Subtree flags at scale"). domain-insecure matters to the validator
+ * only: without one no name is listed (each was an option call and a
+ * string kept); with one they go into the same config file.
  */
-static int load_stub_zones(struct ub_ctx *ctx, const struct ubctx_share *share)
+static int load_stub_zones(struct ub_ctx *ctx, const struct conf *c, const struct ubctx_share *share)
 {
 	char dir[] = "/tmp/partdns-stub-XXXXXX";
 	if (mkdtemp(dir) == NULL) {
 		log_err("stub zones: cannot create a temporary directory: %s", strerror(errno));
 		return -1;
 	}
-	char conf[sizeof(dir) + 16], zf[sizeof(dir) + 32];
+	char conf[sizeof(dir) + 16], zf[sizeof(dir) + 16];
 	snprintf(conf, sizeof(conf), "%s/stubs.conf", dir);
+	snprintf(zf, sizeof(zf), "%s/stub.zone", dir);
 	int rc = -1;
-	size_t nfiles = 0;
-	FILE *f = fopen(conf, "w");
-	if (f == NULL)
+	const char *failed = NULL;
+	FILE *z = fopen(zf, "w");
+	if (z == NULL) {
+		failed = zf;
 		goto out;
-	for (size_t i = 0; i < share->nstubs; i++) {
-		const char *name = share->stubs[i];
-		if (strpbrk(name, "\"\\") != NULL)
-			continue;
-		int e = ub_ctx_set_option(ctx, "domain-insecure:", name);
-		if (e != 0) {
-			log_err("stub zone %s: domain-insecure: %s", name, ub_strerror(e));
-			break;
-		}
-		snprintf(zf, sizeof(zf), "%s/%zu.zone", dir, nfiles);
-		FILE *z = fopen(zf, "w");
-		if (z == NULL)
-			break;
-		nfiles++;
-		fprintf(z, "%s 3600 IN SOA partdns-stub.invalid. hostmaster.partdns-stub.invalid. 1 3600 600 86400 3600\n"
-		           "%s 3600 IN NS partdns-stub.invalid.\n", name, name);
-		bool ok = fclose(z) == 0;
-		fprintf(f, "auth-zone:\n\tname: \"%s\"\n\tzonefile: \"%s\"\n\tfor-upstream: yes\n"
-		           "\tfor-downstream: no\n\tfallback-enabled: no\n", name, zf);
-		if (!ok)
-			break;
 	}
-	if (fclose(f) != 0)
+	fputs("@ 3600 IN SOA partdns-stub.invalid. hostmaster.partdns-stub.invalid. 1 3600 600 86400 3600\n"
+	      "@ 3600 IN NS partdns-stub.invalid.\n",
+	      z);
+	if (fclose(z) != 0) {
+		failed = zf;
 		goto out;
+	}
+	FILE *f = fopen(conf, "w");
+	if (f == NULL) {
+		failed = conf;
+		goto out;
+	}
+	bool insecure = ubctx_validates(c);
+	if (insecure)
+		fputs("server:\n", f);
+	for (size_t i = 0; insecure && i < share->nstubs; i++)
+		if (strpbrk(share->stubs[i], "\"\\") == NULL)
+			fprintf(f, "\tdomain-insecure: \"%s\"\n", share->stubs[i]);
+	/* for-upstream and no fallback are libunbound's defaults for an auth-zone */
+	for (size_t i = 0; i < share->nstubs; i++)
+		if (strpbrk(share->stubs[i], "\"\\") == NULL)
+			fprintf(f, "auth-zone:\n\tname: \"%s\"\n\tzonefile: \"%s\"\n\tfor-downstream: no\n",
+			        share->stubs[i], zf);
+	if (fclose(f) != 0) {
+		failed = conf;
+		goto out;
+	}
 	int e = ub_ctx_config(ctx, conf);
 	if (e == 0)
 		e = ub_ctx_zone_remove(ctx, "partdns-finalize.invalid.");
@@ -104,13 +121,10 @@ static int load_stub_zones(struct ub_ctx *ctx, const struct ubctx_share *share)
 	else
 		rc = 0;
 out:
-	if (rc != 0 && f == NULL)
-		log_err("stub zones: cannot write %s: %s", conf, strerror(errno));
+	if (failed != NULL)
+		log_err("stub zones: cannot write %s: %s", failed, strerror(errno));
 	unlink(conf);
-	for (size_t i = 0; i < nfiles; i++) {
-		snprintf(zf, sizeof(zf), "%s/%zu.zone", dir, i);
-		unlink(zf);
-	}
+	unlink(zf);
 	rmdir(dir);
 	return rc;
 }
@@ -155,22 +169,50 @@ static int set_outgoing(struct ub_ctx *ctx, const struct ubctx_share *share)
 	return 0;
 }
 
+/*
+ * libunbound options whose value is a file it reads itself, when the
+ * context is finalised: checked as the config's own files are, since its
+ * open() of a FIFO would wait there for a writer (a normal-pool thread
+ * building a stub context, or the start-up).
+ */
+static const char *const file_options[] = { "root-hints",          "trust-anchor-file", "auto-trust-anchor-file",
+	                                     "trusted-keys-file",   "tls-cert-bundle",   "tls-service-key",
+	                                     "tls-service-pem",     "dlv-anchor-file" };
+
+/* The file an option names, or NULL when it names none. */
+static const char *option_file(const struct conf_option *o)
+{
+	for (size_t i = 0; i < sizeof(file_options) / sizeof(file_options[0]); i++)
+		if (option_is(o->name, file_options[i]))
+			return o->value;
+	return NULL;
+}
+
+/* Is path (key names it in why) a regular file we can open? @return 0 or -1 (why filled). */
+static int check_file(const char *key, const char *path, char *why, size_t len)
+{
+	if (path == NULL || path[0] == '\0')
+		return 0;
+	/* open, not access(): the effective user is the one that matters; never
+	 * blocking in it, and a FIFO or device is refused (util/file.h) */
+	int rc = file_check_regular(path);
+	if (rc != 0) {
+		snprintf(why, len, "%s: cannot read %s: %s", key, path, file_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
 int ubctx_check_files(const struct conf *c, char *why, size_t len)
 {
-	const struct {
-		const char *key, *path;
-	} files[] = { { "resolver.root_hints", c->resolver.root_hints },
-	              { "resolver.trust_anchor", c->resolver.trust_anchor } };
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		if (files[i].path == NULL || files[i].path[0] == '\0')
-			continue;
-		/* open, not access(): the effective user is the one that matters */
-		int fd = open(files[i].path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			snprintf(why, len, "%s: cannot read %s: %s", files[i].key, files[i].path, strerror(errno));
+	if (check_file("resolver.root_hints", c->resolver.root_hints, why, len) != 0 ||
+	    check_file("resolver.trust_anchor", c->resolver.trust_anchor, why, len) != 0)
+		return -1;
+	for (size_t i = 0; i < c->resolver.noptions; i++) {
+		char key[96];
+		snprintf(key, sizeof(key), "resolver.options '%s'", c->resolver.options[i].name);
+		if (check_file(key, option_file(&c->resolver.options[i]), why, len) != 0)
 			return -1;
-		}
-		close(fd);
 	}
 	return 0;
 }
@@ -218,6 +260,14 @@ static struct ub_ctx *make(const struct conf *c, struct ub_event_base *base, con
 	int rc;
 	if (base == NULL && (rc = ub_ctx_async(ctx, 1)) != 0) {
 		log_err("libunbound async mode: %s", ub_strerror(rc));
+		goto fail;
+	}
+	/* libunbound opens these itself, later: the same check as at start-up, as
+	 * a file may have been swapped for a FIFO since (this runs on reloads and
+	 * in the normal pool's threads) */
+	char why[512];
+	if (ubctx_check_files(c, why, sizeof(why)) != 0) {
+		log_err("%s", why);
 		goto fail;
 	}
 	if (c->resolver.root_hints && c->resolver.root_hints[0]) {
@@ -307,7 +357,7 @@ static struct ub_ctx *make(const struct conf *c, struct ub_event_base *base, con
 	}
 	if (share->noutgoing > 0 && set_outgoing(ctx, share) != 0)
 		goto fail;
-	if (share->nstubs > 0 && load_stub_zones(ctx, share) != 0) /* last: it finalises */
+	if (share->nstubs > 0 && load_stub_zones(ctx, c, share) != 0) /* last: it finalises */
 		goto fail;
 	return ctx;
 fail:
