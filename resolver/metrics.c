@@ -131,6 +131,9 @@ static void write_global(FILE *out, const struct stats_view *v)
 	single(out, "partdns_dropped_total", "counter",
 	       "Client queries dropped without a reply (unparseable, unknown address family, over server.client_qps "
 	       "with action drop or slip).", l[C_dropped]);
+	single(out, "partdns_unanswered_total", "counter",
+	       "Queries the query path ended with no reply, no counted drop and no resolution to wait for, answered "
+	       "SERVFAIL by its last check instead (a bug: each is logged).", l[C_unanswered]);
 	single(out, "partdns_truncated_total", "counter", "Replies sent with TC=1 (too large for UDP, or slipped).",
 	       l[C_truncated]);
 	single(out, "partdns_ratelimited_total", "counter", "Client queries over server.client_qps.", l[C_ratelimited]);
