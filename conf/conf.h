@@ -149,6 +149,7 @@ struct conf {
 		enum conf_log_target log;
 		enum conf_log_level log_level;
 		char *dnstap;             /* dnstap unix socket path; "" = off */
+		unsigned max_udp_size;    /* largest UDP reply (and the size our OPT advertises), 512..4096 */
 	} server;
 
 	struct {

@@ -207,6 +207,9 @@ static const struct sitem server_items[] = {
 	  .def = "info" },
 	/* off unless named: a reader must be listening (fstrm_capture, a collector) */
 	{ .name = "dnstap", .type = ST_STR, FLD(CS, conf.server.dnstap), .def = "" },
+	/* 1232: DNS Flag Day 2020, no fragments on common paths; 4096: QUERY_MAX_UDP, the listeners' buffers */
+	{ .name = "max_udp_size", .type = ST_UINT, FLD(CS, conf.server.max_udp_size),
+	  .min = 512, .max = 4096, .def = "1232" },
 	{ .name = NULL },
 };
 

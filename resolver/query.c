@@ -693,12 +693,15 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 		error_rcode = WIRE_RCODE_NOTIMP;
 	else if (rc == WIRE_E_BADVERS)
 		error_rcode = WIRE_RCODE_BADVERS;
-	size_t limit = cl->tcp ? 65535 : wire_udp_limit(&q, QUERY_MAX_UDP);
+	/* server.max_udp_size: our reply's OPT says it, and a UDP reply is at
+	 * most the smaller of it and the client's size (512 without EDNS) */
+	const struct conf *c = x->snap->conf;
+	q.reply_udp = (uint16_t)c->server.max_udp_size;
+	size_t limit = cl->tcp ? 65535 : wire_udp_limit(&q, q.reply_udp);
 	if (limit > cap)
 		limit = cap;
 
 	/* ACL and what a resolver does not serve */
-	const struct conf *c = x->snap->conf;
 	struct classify who;
 	if (!classify_addr(cl->peer, &who.family, &who.addr))
 		return drop(x);
@@ -948,7 +951,7 @@ static int answer_one(struct query_ctx *x, const struct waiter *wt, uint8_t *out
 static int answer(struct query_ctx *x, struct waiter *wt, uint8_t *out, size_t cap)
 {
 	x->reply_part = (int)wt->partition;
-	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, QUERY_MAX_UDP);
+	size_t limit = wt->tcp ? 65535 : wire_udp_limit(&wt->q, wt->q.reply_udp); /* as when it was asked */
 	if (limit > cap)
 		limit = cap;
 	if (wt->rewrite == NULL)

@@ -16,8 +16,8 @@
 #include "resolver/job.h"
 #include "resolver/snapshot.h"
 
-/* Largest UDP reply we send, whatever the client advertises. */
-#define QUERY_MAX_UDP WIRE_DEFAULT_UDP
+/* Largest UDP reply we can send: server.max_udp_size's top (conf/schema.c), what a listener's buffers hold. */
+#define QUERY_MAX_UDP 4096
 
 /* What one listener thread processes queries with. */
 struct query_ctx {

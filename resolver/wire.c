@@ -305,6 +305,7 @@ int wire_parse_query(const uint8_t *pkt, size_t len, struct wire_query *q)
 	q->question_end = 0;
 	q->has_edns = false;
 	q->edns_udp = 0;
+	q->reply_udp = WIRE_DEFAULT_UDP;
 	q->edns_version = 0;
 	q->edns_do = false;
 	q->has_ecs = false;
@@ -392,8 +393,14 @@ static size_t opt_rr_size(const struct ecs *ecs, const struct wire_ede *ede)
 	return OPT_RR_FIXED + (ecs != NULL ? OPTION_HDR + ecs_size(ecs) : 0) + ede_size(ede);
 }
 
-/* Write our OPT record. @return its length, -ENOSPC or -EINVAL (bad ecs, EDE text too long). */
-static int opt_write(uint8_t *p, size_t cap, uint8_t ext_rcode, bool do_bit, const struct ecs *ecs,
+/* The UDP size our OPT in a reply to q advertises: server.max_udp_size, as set on q by the caller. */
+static uint16_t reply_udp(const struct wire_query *q)
+{
+	return q->reply_udp >= WIRE_MIN_UDP ? q->reply_udp : WIRE_DEFAULT_UDP;
+}
+
+/* Write our OPT record advertising udp. @return its length, -ENOSPC or -EINVAL (bad ecs, EDE text too long). */
+static int opt_write(uint8_t *p, size_t cap, uint16_t udp, uint8_t ext_rcode, bool do_bit, const struct ecs *ecs,
 		     const struct wire_ede *ede)
 {
 	size_t need = opt_rr_size(ecs, ede);
@@ -403,7 +410,7 @@ static int opt_write(uint8_t *p, size_t cap, uint8_t ext_rcode, bool do_bit, con
 		return -EINVAL;
 	p[0] = 0;
 	wr16(p + 1, WIRE_TYPE_OPT);
-	wr16(p + 3, WIRE_DEFAULT_UDP);
+	wr16(p + 3, udp);
 	p[5] = ext_rcode;
 	p[6] = 0; /* version */
 	wr16(p + 7, do_bit ? 0x8000 : 0);
@@ -459,7 +466,7 @@ int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *ec
 		pos += 4;
 	}
 	if (opt) {
-		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs, ede);
+		int rc = opt_write(out + pos, cap - pos, reply_udp(q), (uint8_t)(rcode >> 4), q->edns_do, ecs, ede);
 		if (rc < 0)
 			return rc;
 		pos += (size_t)rc;
@@ -498,7 +505,7 @@ int wire_write_any(const struct wire_query *q, const struct ecs *echo, uint8_t *
 	memcpy(out + pos + 12, hinfo, sizeof(hinfo));
 	pos += rr_len;
 	if (q->has_edns) {
-		int rc = opt_write(out + pos, cap - pos, 0, q->edns_do, ecs, NULL);
+		int rc = opt_write(out + pos, cap - pos, reply_udp(q), 0, q->edns_do, ecs, NULL);
 		if (rc < 0)
 			return rc;
 		pos += (size_t)rc;
@@ -1361,7 +1368,7 @@ int wire_answer_write(const struct wire_query *q, const uint8_t *pkt, const uint
 	}
 	size_t pos = body_end;
 	if (opt) {
-		int rc = opt_write(out + pos, cap - pos, (uint8_t)(rcode >> 4), q->edns_do, ecs, NULL);
+		int rc = opt_write(out + pos, cap - pos, reply_udp(q), (uint8_t)(rcode >> 4), q->edns_do, ecs, NULL);
 		if (rc < 0)
 			return rc;
 		pos += (size_t)rc;
@@ -1459,7 +1466,7 @@ int wire_query_build(uint16_t id, bool rd, bool do_bit, const uint8_t *qname, si
 	wr16(out + pos, qtype);
 	wr16(out + pos + 2, qclass);
 	pos += 4;
-	int rc = opt_write(out + pos, cap - pos, 0, do_bit, ecs, NULL);
+	int rc = opt_write(out + pos, cap - pos, WIRE_DEFAULT_UDP, 0, do_bit, ecs, NULL);
 	if (rc < 0)
 		return rc;
 	return (int)(pos + (size_t)rc);

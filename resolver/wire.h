@@ -18,7 +18,7 @@
 #include "mapping/ecs.h"
 
 #define WIRE_HEADER_SIZE 12
-#define WIRE_DEFAULT_UDP 1232 /* the UDP payload size we advertise in our OPT records */
+#define WIRE_DEFAULT_UDP 1232 /* the UDP size our upstream queries advertise, and replies by default */
 #define WIRE_MIN_UDP 512      /* RFC 1035 §4.2.1: every client takes this much */
 #define WIRE_MAX_NAME 255     /* RFC 1035 §3.1, wire form including the root byte */
 #define WIRE_MAX_MSG 65535
@@ -130,6 +130,8 @@ struct wire_query {
 	size_t question_end;            /* offset just past the question in the packet */
 	bool has_edns;                  /* the query had an OPT record */
 	uint16_t edns_udp;              /* client's advertised UDP size (raw) */
+	uint16_t reply_udp;             /* ours, advertised in the reply's OPT: WIRE_DEFAULT_UDP from
+	                                   wire_parse_query, server.max_udp_size once the caller sets it */
 	uint8_t edns_version;
 	bool edns_do;
 	bool has_ecs;                   /* client's ECS option, when present and valid */
@@ -170,7 +172,7 @@ size_t wire_udp_limit(const struct wire_query *q, size_t max_udp);
 /**
  * Write an error reply: ID, opcode, RD and CD copied from q, QR=1, RA=1,
  * AA=0, the question echoed when q->question_ok, an OPT record (our UDP
- * size WIRE_DEFAULT_UDP, version 0, DO copied, upper rcode bits) when
+ * size q->reply_udp, version 0, DO copied, upper rcode bits) when
  * q->has_edns or rcode > 15. ECS only when echo != NULL and an OPT is
  * written (RFC 7871 §7.2 echo: echo's family, source, address and scope).
  * An Extended DNS Error option when ede != NULL and the client sent EDNS
@@ -292,7 +294,7 @@ int wire_chain_target(const uint8_t *resp, size_t len, const struct wire_chain *
  * the blob only when q set AD or DO, rcode from the blob (an extended
  * rcode > 15 needs the client's EDNS, else SERVFAIL is written). The
  * question is q's (q->qname keeps the client's 0x20 case). An OPT record
- * is appended when q->has_edns (our size WIRE_DEFAULT_UDP, DO echoed, no
+ * is appended when q->has_edns (our size q->reply_udp, DO echoed, no
  * options unless echo != NULL: then ECS with echo's family, source,
  * address and scope, RFC 7871 §7.2).
  *
