@@ -24,6 +24,7 @@
 #include "partition/partition.h"
 #include "resolver/log.h"
 #include "resolver/msgbuf.h"
+#include "util/file.h"
 #include "util/hash.h"
 
 #define RPZ_DEFAULT_TTL 3600
@@ -541,9 +542,9 @@ static struct pzone *pzone_load(const char *name, const char *file, struct pzone
 		atomic_fetch_add(&prev->refs, 1);
 		return prev;
 	}
-	FILE *f = fopen(file, "r");
+	FILE *f = file_fopen_regular(file); /* a FIFO's open() would hold the reload */
 	if (f == NULL) {
-		log_err("rpz %s: cannot read %s: %s", name, file, strerror(errno));
+		log_err("rpz %s: cannot read %s: %s", name, file, file_strerror(errno));
 		goto keep;
 	}
 	bool failed = false;

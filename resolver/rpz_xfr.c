@@ -45,6 +45,7 @@
 #include "resolver/snapshot.h"
 #include "resolver/tsig.h"
 #include "resolver/wire.h"
+#include "util/file.h"
 
 #define XFR_MAX_ZONES 256
 #define XFR_TIMEOUT_S 5           /* to connect, and for each read of a reply */
@@ -149,7 +150,7 @@ static bool copy_serial(struct xzone *z, const char *file, const char *zone, uin
 		*serial = z->copy_serial;
 		return z->copy_have;
 	}
-	FILE *f = fopen(file, "r");
+	FILE *f = file_fopen_regular(file);
 	ldns_rdf *apex = NULL;
 	if (f == NULL || ldns_str2rdf_dname(&apex, zone) != LDNS_STATUS_OK) {
 		if (f)
@@ -536,9 +537,9 @@ static int transfer(struct rpz_xfr *x, struct xzone *z, const struct conf_rpz *r
 	const char *what = ixfr ? "IXFR" : "AXFR";
 	char tmp[4096], why[400];
 	snprintf(tmp, sizeof(tmp), "%s.xfr", r->file);
-	FILE *f = fopen(tmp, "w");
+	FILE *f = file_fopen_write(tmp);
 	if (f == NULL) {
-		zone_fail(z, now, "cannot write %s: %s", tmp, strerror(errno));
+		zone_fail(z, now, "cannot write %s: %s", tmp, file_strerror(errno));
 		return -1;
 	}
 	struct rpz_ixfr *ix = rpz_ixfr_new(r->zone, ixfr, have, f);
@@ -568,7 +569,7 @@ static int transfer(struct rpz_xfr *x, struct xzone *z, const struct conf_rpz *r
 		log_info("rpz %s: IXFR from %s: serial %u is current", r->zone, r->primary.text, have);
 		rc = 0;
 	} else if (rpz_ixfr_kind(ix) == RPZ_IXFR_INCREMENTAL) {
-		FILE *base = fopen(r->file, "r");
+		FILE *base = file_fopen_regular(r->file);
 		if (base == NULL || rpz_ixfr_apply(ix, base, f) != 0) {
 			log_warn("rpz %s: IXFR from %s not used (%s): AXFR instead", r->zone, r->primary.text,
 			         base ? rpz_ixfr_why(ix) : strerror(errno));

@@ -67,10 +67,12 @@ bool ubctx_validates(const struct conf *c);
 
 /**
  * Can this process read the files libunbound will open (resolver.root_hints,
- * resolver.trust_anchor)? libunbound reads them only at its first lookup,
- * where a missing file turns every query into SERVFAIL with nothing said at
- * start: partdns -t and the start (after the privilege drop, as the user
- * that will read them) ask first.
+ * resolver.trust_anchor, the files of resolver.options such as
+ * auto-trust-anchor-file), and is each a regular file? libunbound reads them
+ * only at its first lookup, where a missing file turns every query into
+ * SERVFAIL with nothing said at start, and its open() of a FIFO waits for a
+ * writer: partdns -t and the start (after the privilege drop, as the user
+ * that will read them) ask first, and ubctx_new() asks again.
  * @return 0, or -1 with "resolver.KEY: cannot read PATH: reason" in why.
  */
 int ubctx_check_files(const struct conf *c, char *why, size_t len);
