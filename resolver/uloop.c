@@ -31,6 +31,16 @@ struct uev {
 	uint64_t due_ns;
 	size_t hidx;          /* its place in the timer heap */
 	struct uev *next_dead;
+	struct uloop_view *view; /* made through a view (uloop.h): linked in its list */
+	struct uev *vprev, *vnext;
+	bool detached;        /* its view was detached: only memory now, no part of the loop */
+};
+
+struct uloop_view {
+	struct ub_event_base base; /* first: libunbound holds a struct ub_event_base * */
+	struct uloop *u;
+	struct uev *events; /* made through it and not freed yet */
+	bool detached;
 };
 
 struct uloop {
@@ -192,7 +202,7 @@ int uloop_event_add(struct ub_event *ev, const struct timeval *tv)
 {
 	struct uev *e = (struct uev *)ev;
 	struct uloop *u = e->u;
-	if (e->dead)
+	if (e->dead || e->detached)
 		return -1;
 	if (e->pending)
 		ev_del(e);
@@ -229,7 +239,9 @@ int uloop_event_add(struct ub_event *ev, const struct timeval *tv)
 
 int uloop_event_del(struct ub_event *ev)
 {
-	ev_del((struct uev *)ev);
+	struct uev *e = (struct uev *)ev;
+	if (!e->detached) /* detached: out of the loop already */
+		ev_del(e);
 	return 0;
 }
 
@@ -245,11 +257,33 @@ static void release(struct uloop *u, struct uev *e)
 	u->nspare++;
 }
 
+static void view_unlink(struct uev *e)
+{
+	struct uloop_view *v = e->view;
+	if (v == NULL)
+		return;
+	if (e->vprev != NULL)
+		e->vprev->vnext = e->vnext;
+	else
+		v->events = e->vnext;
+	if (e->vnext != NULL)
+		e->vnext->vprev = e->vprev;
+	e->view = NULL;
+	e->vprev = e->vnext = NULL;
+}
+
 void uloop_event_free(struct ub_event *ev)
 {
 	struct uev *e = (struct uev *)ev;
 	if (e == NULL || e->dead)
 		return;
+	if (e->detached) {
+		/* on whatever thread deletes the view's context: the loop knows it no more */
+		view_unlink(e);
+		free(e);
+		return;
+	}
+	view_unlink(e);
 	ev_del(e);
 	if (e->u->depth == 0) {
 		release(e->u, e);
@@ -405,6 +439,8 @@ static int ub_add_timer(struct ub_event *ev, struct ub_event_base *base, void (*
 {
 	(void)base; /* the one it was made in */
 	struct uev *e = (struct uev *)ev;
+	if (e->detached)
+		return -1;
 	ev_del(e);
 	e->fd = -1;
 	e->bits = UB_EV_TIMEOUT;
@@ -549,4 +585,85 @@ int uloop_fd(const struct uloop *u)
 struct ub_event_base *uloop_ub_base(struct uloop *u)
 {
 	return &u->base;
+}
+
+/* ---- views ---- */
+
+static void view_base_free(struct ub_event_base *b)
+{
+	(void)b; /* its owner frees it (uloop_view_free) */
+}
+
+/* A context in a host's loop is run by the host, never by libunbound. */
+static int view_base_dispatch(struct ub_event_base *b)
+{
+	(void)b;
+	return -1;
+}
+
+static int view_base_loopexit(struct ub_event_base *b, struct timeval *tv)
+{
+	(void)b;
+	(void)tv;
+	return -1;
+}
+
+static struct ub_event *view_new_event(struct ub_event_base *b, int fd, short bits, void (*cb)(int, short, void *),
+                                       void *arg)
+{
+	struct uloop_view *v = (struct uloop_view *)b;
+	if (v->detached)
+		return NULL;
+	struct uev *e = (struct uev *)uloop_event_new(v->u, fd, bits, cb, arg);
+	if (e == NULL)
+		return NULL;
+	e->view = v;
+	e->vnext = v->events;
+	if (v->events != NULL)
+		v->events->vprev = e;
+	v->events = e;
+	return &e->ub;
+}
+
+static struct ub_event_base_vmt view_base_vmt = {
+	.free = view_base_free,
+	.dispatch = view_base_dispatch,
+	.loopexit = view_base_loopexit,
+	.new_event = view_new_event,
+	.new_signal = ub_new_signal,
+	.winsock_register_wsaevent = ub_register_wsaevent,
+};
+
+struct uloop_view *uloop_view_new(struct uloop *u)
+{
+	struct uloop_view *v = calloc(1, sizeof(*v));
+	if (v == NULL)
+		return NULL;
+	v->base.magic = UB_EVENT_MAGIC;
+	v->base.vmt = &view_base_vmt;
+	v->u = u;
+	return v;
+}
+
+struct ub_event_base *uloop_view_base(struct uloop_view *v)
+{
+	return &v->base;
+}
+
+void uloop_view_detach(struct uloop_view *v)
+{
+	for (struct uev *e = v->events; e != NULL; e = e->vnext) {
+		ev_del(e);
+		e->detached = true;
+	}
+	v->detached = true;
+}
+
+void uloop_view_free(struct uloop_view *v)
+{
+	if (v == NULL)
+		return;
+	while (v->events != NULL) /* left by the context: none, if libunbound frees what it made */
+		uloop_event_free(&v->events->ub);
+	free(v);
 }

@@ -76,3 +76,33 @@ int uloop_next_ms(const struct uloop *u, uint64_t now);
 /** Wait and run events until uloop_break(). */
 void uloop_run(struct uloop *u);
 void uloop_break(struct uloop *u);
+
+/*
+ * A view: a second event base over the same loop, for a libunbound context
+ * that is deleted on another thread. Its events are the loop's own (they
+ * fire in the loop's thread as any other), and the view lists them. Once
+ * the context is idle, the loop's thread detaches the view: every event of
+ * it leaves the epoll set and the timer heap, and from then on they are
+ * plain memory that the loop never names again (adding one fails,
+ * deleting one does nothing, freeing one frees it). So ub_ctx_delete()
+ * can run on any thread, however long it takes (a stub context with
+ * 100,000 auth zones), while the loop runs on.
+ */
+struct uloop_view;
+
+/** Any thread: touches nothing of u. @return NULL on ENOMEM. */
+struct uloop_view *uloop_view_new(struct uloop *u);
+/** For ub_ctx_create_ub_event(). */
+struct ub_event_base *uloop_view_base(struct uloop_view *v);
+/**
+ * The loop's thread, with no lookup of the context in flight, and not
+ * between a host's uloop_batch_begin() and its last uloop_ready() (a
+ * readiness the batch still holds may name an event; the timers may run).
+ * After it, the view and its events belong to whoever deletes the context.
+ */
+void uloop_view_detach(struct uloop_view *v);
+/**
+ * After the context made with it is deleted: on the loop's thread, or on
+ * any thread once detached. NULL is a no-op.
+ */
+void uloop_view_free(struct uloop_view *v);

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -348,6 +349,80 @@ static void test_host_batch(void **state)
 	}
 }
 
+/* What the thread deleting a view's context does: free its events. */
+struct view_free {
+	struct ub_event *ev[2];
+	struct uloop_view *v;
+};
+
+static void *view_free_main(void *arg)
+{
+	struct view_free *vf = arg;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(vf->ev[i]->vmt->del(vf->ev[i]), 0); /* out of the loop already: nothing */
+		vf->ev[i]->vmt->free(vf->ev[i]);
+	}
+	uloop_view_free(vf->v);
+	return NULL;
+}
+
+/* A view's events are the loop's until it is detached; then the loop never
+ * names them again, and another thread frees them while the loop runs. */
+static void test_view_detach(void **state)
+{
+	(void)state;
+	struct uloop *u = uloop_new();
+	assert_non_null(u);
+	struct uloop_view *v = uloop_view_new(u);
+	assert_non_null(v);
+	struct ub_event_base *b = uloop_view_base(v);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	struct rec rf = { 0 }, rt = { 0 }, rgone = { 0 };
+	struct ub_event *fe = b->vmt->new_event(b, p[0], UB_EV_READ | UB_EV_PERSIST, on_event, &rf);
+	struct ub_event *te = b->vmt->new_event(b, -1, UB_EV_TIMEOUT | UB_EV_PERSIST, on_event, &rt);
+	struct ub_event *gone = b->vmt->new_event(b, -1, UB_EV_TIMEOUT, on_event, &rgone);
+	assert_non_null(fe);
+	assert_non_null(te);
+	assert_non_null(gone);
+	struct timeval ms = { 0, 1000 };
+	assert_int_equal(fe->vmt->add(fe, NULL), 0);
+	assert_int_equal(te->vmt->add(te, &ms), 0);
+	gone->vmt->free(gone); /* freed while attached: the loop's, as any event */
+	assert_int_equal(write(p[1], "x", 1), 1);
+	sleep_ms(2);
+	uloop_poll(u);
+	assert_int_equal(rf.calls, 1); /* they fire in the loop like its own */
+	assert_int_equal(rt.calls, 1);
+
+	uloop_view_detach(v);
+	assert_int_equal(uloop_next_ms(u, clock_ns()), -1); /* the timer left the heap */
+	assert_int_equal(fe->vmt->add(fe, NULL), -1);
+	assert_null(b->vmt->new_event(b, -1, UB_EV_TIMEOUT, on_event, &rgone));
+	assert_int_equal(write(p[1], "y", 1), 1);
+	sleep_ms(2);
+	struct view_free vf = { .ev = { fe, te }, .v = v };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, view_free_main, &vf), 0);
+	for (int i = 0; i < 50; i++)
+		uloop_poll(u); /* the pipe is readable, but no longer the loop's */
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(rf.calls, 1);
+	assert_int_equal(rt.calls, 1);
+	assert_int_equal(rgone.calls, 0);
+
+	/* the loop goes on with its own events */
+	struct rec r = { 0 };
+	struct ub_event *own = uloop_event_new(u, p[0], UB_EV_READ, on_event, &r);
+	assert_int_equal(uloop_event_add(own, NULL), 0);
+	uloop_poll(u);
+	assert_int_equal(r.calls, 1);
+	uloop_event_free(own);
+	close(p[0]);
+	close(p[1]);
+	uloop_free(u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_closed_fd_reused),
 		cmocka_unit_test(test_freed_event_reused),
 		cmocka_unit_test(test_host_batch),
+		cmocka_unit_test(test_view_detach),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
