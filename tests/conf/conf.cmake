@@ -2,6 +2,6 @@
 # Tests of the config loader (conf/conf.c and every file below it); included from CMakeLists.txt.
 partdns_unit_test(test_conf ${CMAKE_CURRENT_SOURCE_DIR}/test_conf.c partdns_conf)
 # The large-include test writes and loads ~120k prefixes; generous for sanitizer builds.
-set_tests_properties(test_conf PROPERTIES TIMEOUT 120)
+partdns_test_timeout(test_conf 120)
 partdns_fuzz_target(conf ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_conf.c
   ${CMAKE_CURRENT_SOURCE_DIR}/corpus/conf partdns_conf)

@@ -8,7 +8,8 @@ add_executable(fake_control ${CMAKE_CURRENT_SOURCE_DIR}/fake_control.c)
 target_link_libraries(fake_control PRIVATE partdns_control partdns_warnings)
 add_test(NAME test_ctl COMMAND ${BASH_PROGRAM} ${CMAKE_CURRENT_SOURCE_DIR}/test_ctl.sh
   $<TARGET_FILE:partdnsctl> $<TARGET_FILE:fake_control> $<TARGET_FILE:partdns>)
-set_tests_properties(test_ctl PROPERTIES LABELS tools TIMEOUT 120
+set_tests_properties(test_ctl PROPERTIES LABELS tools
   ENVIRONMENT "PARTDNS_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}")
+partdns_test_timeout(test_ctl 180)
 partdns_fuzz_target(ctl_import ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_ctl_import.c
   ${CMAKE_CURRENT_SOURCE_DIR}/corpus_ctl_import partdns_ctl)
