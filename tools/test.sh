@@ -3,12 +3,17 @@
 # The test command: install dependencies, build (warnings as errors), run every
 # test; then build the Debian package, install it, run it and purge it
 # (tests/package/test_package.sh); then the same tests under ASan+UBSan; then
-# build the libFuzzer targets and give each a short run.
+# build the libFuzzer targets and give each a short run (tools/fuzz.sh runs
+# them for longer).
 # Usage: tools/test.sh [--quick] (quick: first build and its tests only)
+# Tests run in parallel, twice as many as cores: most integration tests wait
+# on servers and timers, not on a CPU (tests/integration/CMakeLists.txt keeps
+# the flooding ones apart). PARTDNS_TEST_JOBS overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
 JOBS=$(nproc)
+TEST_JOBS=${PARTDNS_TEST_JOBS:-$((JOBS * 2))}
 
 tools/deps.sh
 
@@ -18,7 +23,7 @@ step "build (gcc, -Werror)"
 cmake -S "$SRC" -B build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=ON >/dev/null
 cmake --build build-ci -j "$JOBS"
 step "tests (gcc build)"
-(cd build-ci && ctest --output-on-failure -j "$JOBS" --timeout 300)
+(cd build-ci && ctest --output-on-failure -j "$TEST_JOBS" --timeout 300)
 
 if [ "${1:-}" = "--quick" ]; then
   exit 0
@@ -38,23 +43,8 @@ step "tests (ASan+UBSan build)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$SRC/tests/lsan.supp
-(cd build-asan && ctest --output-on-failure -j "$JOBS" --timeout 600)
+(cd build-asan && ctest --output-on-failure -j "$TEST_JOBS" --timeout 1200)
 
 step "fuzz targets (clang, libFuzzer, short runs)"
-CC=clang cmake -S "$SRC" -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON \
-  -DSANITIZE=address,undefined -DBUILD_TESTING=ON >/dev/null
-cmake --build build-fuzz -j "$JOBS"
-# Each target with its own corpus (listed by CMake), copied so the fuzzer's
-# finds stay out of the tree.
-while read -r bin corpus; do
-  if [ ! -x "$bin" ] || [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then
-    echo "fuzz target $bin: missing binary or empty corpus $corpus" >&2
-    exit 1
-  fi
-  work=$(mktemp -d)
-  cp -r "$corpus"/. "$work"/
-  echo "fuzzing $(basename "$bin") for 20 s (corpus $corpus)"
-  "$bin" -max_total_time=20 -print_final_stats=0 "$work" 2>&1 | tail -2
-  rm -rf "$work"
-done < build-fuzz/fuzz-targets.txt
+PARTDNS_FUZZ_SECONDS=${PARTDNS_FUZZ_SECONDS:-5} tools/fuzz.sh build-fuzz
 echo "all tests passed"

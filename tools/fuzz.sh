@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Build the libFuzzer targets (clang, ASan+UBSan) and run each on a copy of
+# its corpus. tools/test.sh gives each 5 s as a smoke test; a real campaign
+# is this script on its own, e.g. PARTDNS_FUZZ_SECONDS=600 tools/fuzz.sh.
+# Usage: tools/fuzz.sh [BUILD_DIR] [TARGET_NAME_SUBSTRING]
+# A find (a crash, a leak, a timeout) stops the run with libFuzzer's report
+# and leaves the input in the current directory (crash-*, leak-*, timeout-*);
+# new inputs the fuzzer finds stay in the temporary copy, not in the tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SRC=$(pwd)
+BUILD=${1:-build-fuzz}
+FILTER=${2:-}
+SECONDS_EACH=${PARTDNS_FUZZ_SECONDS:-60}
+
+CC=clang cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON \
+  -DSANITIZE=address,undefined -DBUILD_TESTING=ON >/dev/null
+cmake --build "$BUILD" -j "$(nproc)"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+n=0
+while read -r bin corpus; do
+  [ -z "$FILTER" ] || [[ "$(basename "$bin")" == *"$FILTER"* ]] || continue
+  if [ ! -x "$bin" ] || [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then
+    echo "fuzz target $bin: missing binary or empty corpus $corpus" >&2
+    exit 1
+  fi
+  work=$(mktemp -d)
+  cp -r "$corpus"/. "$work"/
+  echo "fuzzing $(basename "$bin") for $SECONDS_EACH s (corpus $corpus)"
+  "$bin" -max_total_time="$SECONDS_EACH" -print_final_stats=0 "$work" 2>&1 | tail -2
+  rm -rf "$work"
+  n=$((n + 1))
+done < "$BUILD/fuzz-targets.txt"
+[ "$n" -gt 0 ] || { echo "no fuzz target matched '$FILTER'" >&2; exit 1; }
+echo "$n fuzz target(s) ran for $SECONDS_EACH s each"
