@@ -101,7 +101,7 @@ struct conf_local_list {
 };
 
 struct conf_option {
-	char *name;  /* ub_ctx_set_option name, with the trailing ':' */
+	char *name;  /* ub_ctx_set_option name, with the trailing ':'; a repeatable one may come again */
 	char *value;
 };
 
@@ -165,7 +165,8 @@ struct conf {
 	struct {
 		unsigned threads;   /* resolved: 0 in the file = one per core */
 		char *root_hints;   /* "" = built-in */
-		char *trust_anchor; /* "" = no validation */
+		size_t ntrust_anchor; /* DS/DNSKEY files, each read as is; none = no validation */
+		char **trust_anchor;
 		size_t nforward_zones;
 		struct conf_forward_zone *forward_zones;
 		size_t noptions;

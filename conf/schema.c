@@ -46,6 +46,7 @@ enum stype {
 #define SF_NONEMPTY 4u /* a list that must have at least one item */
 #define SF_NODE 8u     /* node_off records the value's node; set twice across files is an error */
 #define SF_EMPTY_OFF 16u /* ST_TARGET: "" leaves the address unset (len 0): the feature is off */
+#define SF_ONE_OK 32u  /* SF_LIST: a scalar is a list of one, "" a list of none (the key took one value once) */
 
 struct senum {
 	const char *name;
@@ -245,7 +246,9 @@ static const struct sitem resolver_items[] = {
 	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.resolver.threads),
 	  .min = 0, .max = 256, .def = "0" },
 	{ .name = "root_hints", .type = ST_STR, FLD(CS, conf.resolver.root_hints), .def = "" },
-	{ .name = "trust_anchor", .type = ST_STR, FLD(CS, conf.resolver.trust_anchor), .def = "" },
+	/* DS/DNSKEY files, each read as is; one string (the old form) is a list of one */
+	{ .name = "trust_anchor", .type = ST_PATH,
+	  LST(CS, conf.resolver.trust_anchor, conf.resolver.ntrust_anchor, SF_ONE_OK) },
 	{ .name = "forward_zones", SEC(zone_items),
 	  LST(CS, conf.resolver.forward_zones, conf.resolver.nforward_zones, 0) },
 	{ .name = "options", .type = ST_OPTIONS, .off = offsetof(CS, conf.resolver.options),
@@ -935,27 +938,30 @@ static void walk_section(struct loader *L, const struct sitem *items, const stru
 
 static void walk_list(struct loader *L, const struct sitem *it, const struct ynode *n, void *base)
 {
-	if (n->type != YNODE_SEQ) {
-		conf_error(L, n, true, "expected a list, got %s", conf_ynode_kind(n));
+	bool one = (it->flags & SF_ONE_OK) && n->type == YNODE_SCALAR;
+	if (n->type != YNODE_SEQ && !one) {
+		conf_error(L, n, true, "expected a %slist, got %s", it->flags & SF_ONE_OK ? "string or a " : "",
+		           conf_ynode_kind(n));
 		return;
 	}
 	free_list(it, base);
-	if (n->n == 0) {
+	size_t count = one ? (n->u.str[0] != '\0') : n->n;
+	if (count == 0) {
 		if (it->flags & SF_NONEMPTY)
 			conf_error(L, n, false, "must not be empty");
 		return;
 	}
-	char *arr = calloc(n->n, it->size);
+	char *arr = calloc(count, it->size);
 	if (arr == NULL) {
 		L->oom = true;
 		return;
 	}
 	*(char **)((char *)base + it->off) = arr;
-	*(size_t *)((char *)base + it->count_off) = n->n;
-	for (size_t i = 0; i < n->n; i++) {
-		const struct ynode *kid = n->u.kids[i];
+	*(size_t *)((char *)base + it->count_off) = count;
+	for (size_t i = 0; i < count; i++) {
+		const struct ynode *kid = one ? n : n->u.kids[i];
 		void *elem = arr + i * it->size;
-		size_t saved = conf_key_index(L, i);
+		size_t saved = one ? L->keylen : conf_key_index(L, i); /* one: the key itself, no [0] */
 		if (it->type == ST_SECTION) {
 			apply_defaults(L, it->sub, elem);
 			walk_section(L, it->sub, kid, elem);
@@ -981,6 +987,42 @@ static bool option_name(const char *s, char *out, size_t size)
 	return true;
 }
 
+/*
+ * The options libunbound 1.17's ub_ctx_set_option (config_set_option in its
+ * util/config_file.c) adds to a list instead of replacing: only these take
+ * a list of values here, each set in order. Any other option set twice
+ * keeps its last value, so a list there would hide all but one.
+ */
+static const char *const repeatable_options[] = {
+	"local-zone:",        "local-data:",        "local-data-ptr:",        "trust-anchor:",
+	"trust-anchor-file:", "trusted-keys-file:", "auto-trust-anchor-file:", "domain-insecure:",
+	"private-address:",   "private-domain:",    "do-not-query-address:",  "caps-whitelist:",
+	"root-hints:",        "outgoing-interface:", "outgoing-port-permit:",  "outgoing-port-avoid:",
+	"define-tag:",        "python-script:",     "dynlib-file:",
+};
+
+static bool option_repeatable(const char *name)
+{
+	for (size_t i = 0; i < sizeof(repeatable_options) / sizeof(repeatable_options[0]); i++)
+		if (strcmp(name, repeatable_options[i]) == 0)
+			return true;
+	return false;
+}
+
+/* One value of an option: a scalar, not empty. @return its text, or NULL (reported). */
+static const char *option_value(struct loader *L, const struct ynode *v)
+{
+	if (conf_ynode_is_null(v)) {
+		conf_error(L, v, false, "missing value");
+		return NULL;
+	}
+	if (v->type != YNODE_SCALAR) {
+		conf_error(L, v, false, "expected a scalar, got %s", conf_ynode_kind(v));
+		return NULL;
+	}
+	return v->u.str;
+}
+
 static void walk_options(struct loader *L, const struct sitem *it, const struct ynode *n,
                          void *base)
 {
@@ -991,8 +1033,14 @@ static void walk_options(struct loader *L, const struct sitem *it, const struct 
 	free_options(it, base);
 	if (n->n == 0)
 		return;
-	struct conf_option *opts = calloc(n->n, sizeof(*opts));
-	const struct ynode **keys = calloc(n->n, sizeof(*keys));
+	/* a list's values are an option each: room for every one */
+	size_t room = 0;
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ynode *v = n->u.kids[2 * i + 1];
+		room += v->type == YNODE_SEQ && v->n > 0 ? v->n : 1;
+	}
+	struct conf_option *opts = calloc(room, sizeof(*opts));
+	const struct ynode **keys = calloc(room, sizeof(*keys));
 	if (opts == NULL || keys == NULL) {
 		free(opts);
 		free(keys);
@@ -1023,20 +1071,31 @@ static void walk_options(struct loader *L, const struct sitem *it, const struct 
 			           (unsigned)keys[j]->line, (unsigned)keys[j]->col);
 			goto next;
 		}
-		if (conf_ynode_is_null(v)) {
-			conf_error(L, v, false, "missing value");
+		bool list = v->type == YNODE_SEQ;
+		if (list && !option_repeatable(name)) {
+			conf_error(L, v, false,
+			           "a list, but libunbound keeps only the last value of this option: lists are for "
+			           "the options it takes more than once (local-zone, local-data, trust-anchor, "
+			           "trust-anchor-file, domain-insecure, private-address, ...; partdns.yaml(5))");
 			goto next;
 		}
-		if (v->type != YNODE_SCALAR) {
-			conf_error(L, v, false, "expected a scalar, got %s", conf_ynode_kind(v));
+		if (list && v->n == 0) {
+			conf_error(L, v, false, "must not be empty");
 			goto next;
 		}
-		opts[*count].name = strdup(name);
-		opts[*count].value = strdup(v->u.str);
-		keys[*count] = k;
-		(*count)++;
-		if (opts[*count - 1].name == NULL || opts[*count - 1].value == NULL)
-			L->oom = true;
+		for (size_t e = 0; e < (list ? v->n : 1); e++) {
+			size_t at = list ? conf_key_index(L, e) : L->keylen;
+			const char *value = option_value(L, list ? v->u.kids[e] : v);
+			conf_key_pop(L, at);
+			if (value == NULL)
+				continue;
+			opts[*count].name = strdup(name);
+			opts[*count].value = strdup(value);
+			keys[*count] = k;
+			(*count)++;
+			if (opts[*count - 1].name == NULL || opts[*count - 1].value == NULL)
+				L->oom = true;
+		}
 	next:
 		conf_key_pop(L, saved);
 	}

@@ -1072,7 +1072,8 @@ static void note_restart_keys(const struct conf *old, const struct conf *neu, FI
 	if (!addrs_same(old->edns.tier, old->edns.ntier, neu->edns.tier, neu->edns.ntier))
 		what[n++] = "edns.tier"; /* the EDNS pool's node table and probes are made at start */
 	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
-	    strcmp(old->resolver.trust_anchor, neu->resolver.trust_anchor) != 0 ||
+	    !names_same(old->resolver.trust_anchor, old->resolver.ntrust_anchor, neu->resolver.trust_anchor,
+	                neu->resolver.ntrust_anchor) ||
 	    !forward_zones_same(old, neu) || !options_same(old, neu) || old->resolver.threads != neu->resolver.threads ||
 	    old->resolver.zone_qps != neu->resolver.zone_qps || old->resolver.zone_inflight != neu->resolver.zone_inflight ||
 	    !names_same(old->resolver.domain_insecure, old->resolver.ndomain_insecure, neu->resolver.domain_insecure,

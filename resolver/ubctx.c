@@ -205,9 +205,11 @@ static int check_file(const char *key, const char *path, char *why, size_t len)
 
 int ubctx_check_files(const struct conf *c, char *why, size_t len)
 {
-	if (check_file("resolver.root_hints", c->resolver.root_hints, why, len) != 0 ||
-	    check_file("resolver.trust_anchor", c->resolver.trust_anchor, why, len) != 0)
+	if (check_file("resolver.root_hints", c->resolver.root_hints, why, len) != 0)
 		return -1;
+	for (size_t i = 0; i < c->resolver.ntrust_anchor; i++)
+		if (check_file("resolver.trust_anchor", c->resolver.trust_anchor[i], why, len) != 0)
+			return -1;
 	for (size_t i = 0; i < c->resolver.noptions; i++) {
 		char key[96];
 		snprintf(key, sizeof(key), "resolver.options '%s'", c->resolver.options[i].name);
@@ -219,7 +221,7 @@ int ubctx_check_files(const struct conf *c, char *why, size_t len)
 
 bool ubctx_validates(const struct conf *c)
 {
-	bool anchors = c->resolver.trust_anchor && c->resolver.trust_anchor[0];
+	bool anchors = c->resolver.ntrust_anchor > 0;
 	for (size_t i = 0; i < c->resolver.noptions && !anchors; i++)
 		anchors = strstr(c->resolver.options[i].name, "trust") != NULL;
 	return anchors;
@@ -277,12 +279,13 @@ static struct ub_ctx *make(const struct conf *c, struct ub_event_base *base, con
 			goto fail;
 		}
 	}
-	if (c->resolver.trust_anchor && c->resolver.trust_anchor[0]) {
-		/* a DS/DNSKEY file read as is: the daemon never writes it (RFC 5011
-		 * rollover is the packaging's job, e.g. Debian's dns-root-data) */
-		rc = ub_ctx_add_ta_file(ctx, c->resolver.trust_anchor);
+	for (size_t i = 0; i < c->resolver.ntrust_anchor; i++) {
+		/* DS/DNSKEY files read as they are, every one: the daemon never
+		 * writes them (RFC 5011 rollover is the packaging's job, e.g.
+		 * Debian's dns-root-data) */
+		rc = ub_ctx_add_ta_file(ctx, c->resolver.trust_anchor[i]);
 		if (rc != 0) {
-			log_err("resolver.trust_anchor '%s': %s", c->resolver.trust_anchor, ub_strerror(rc));
+			log_err("resolver.trust_anchor '%s': %s", c->resolver.trust_anchor[i], ub_strerror(rc));
 			goto fail;
 		}
 	}

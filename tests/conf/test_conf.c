@@ -327,7 +327,7 @@ static void assert_defaults(const struct conf *c, const char *msg)
 	assert_int_equal(c->cache.max_ttl, 86400);
 	assert_int_equal(c->cache.max_negative_ttl, 3600);
 	assert_string_equal(c->resolver.root_hints, "");
-	assert_string_equal(c->resolver.trust_anchor, "");
+	assert_int_equal(c->resolver.ntrust_anchor, 0);
 	assert_int_equal(c->resolver.nforward_zones, 0);
 	assert_int_equal(c->resolver.noptions, 0);
 	assert_int_equal(c->edns.threads, 1);
@@ -460,7 +460,8 @@ static void test_full(void **state)
 	assert_int_equal(c->cache.max_ttl, 3600);
 	assert_int_equal(c->cache.max_negative_ttl, 600);
 	assert_string_equal(c->resolver.root_hints, "/etc/partdns/root.hints");
-	assert_string_equal(c->resolver.trust_anchor, "/var/lib/partdns/root.key");
+	assert_int_equal(c->resolver.ntrust_anchor, 1); /* one string: the form before lists */
+	assert_string_equal(c->resolver.trust_anchor[0], "/var/lib/partdns/root.key");
 	assert_int_equal(c->resolver.nforward_zones, 2);
 	assert_string_equal(c->resolver.forward_zones[0].name, "corp.example.");
 	assert_int_equal(c->resolver.forward_zones[0].nservers, 2);
@@ -946,6 +947,68 @@ static void test_fifo_refused(void **state)
 	rmdir(dir);
 }
 
+/* resolver.trust_anchor: a list of files, a single string (a list of one), "" (none); server.max_udp_size. */
+static void test_trust_anchor_list(void **state)
+{
+	(void)state;
+	struct conf *c;
+	char *out;
+	unsigned nerr;
+	assert_int_equal(load_string("resolver:\n  trust_anchor: [ /etc/a.key, /etc/b.key ]\n", &c, &out, &nerr), 0);
+	assert_int_equal(c->resolver.ntrust_anchor, 2);
+	assert_string_equal(c->resolver.trust_anchor[0], "/etc/a.key");
+	assert_string_equal(c->resolver.trust_anchor[1], "/etc/b.key");
+	conf_free(c);
+	free(out);
+	assert_int_equal(load_string("resolver:\n  trust_anchor: /etc/a.key\n", &c, &out, &nerr), 0);
+	assert_int_equal(c->resolver.ntrust_anchor, 1);
+	assert_string_equal(c->resolver.trust_anchor[0], "/etc/a.key");
+	conf_free(c);
+	free(out);
+	assert_int_equal(load_string("resolver:\n  trust_anchor: \"\"\n", &c, &out, &nerr), 0);
+	assert_int_equal(c->resolver.ntrust_anchor, 0);
+	conf_free(c);
+	free(out);
+	assert_int_equal(load_string("resolver:\n  trust_anchor: []\nserver:\n  max_udp_size: 4096\n", &c, &out, &nerr), 0);
+	assert_int_equal(c->resolver.ntrust_anchor, 0);
+	assert_int_equal(c->server.max_udp_size, 4096);
+	conf_free(c);
+	free(out);
+}
+
+/* resolver.options: a list for a repeatable option is that option once per value, in order, among the others. */
+static void test_options_lists(void **state)
+{
+	(void)state;
+	const char *text = "resolver:\n"
+	                   "  options:\n"
+	                   "    local-zone: [ \"a.example. static\", \"b.example. refuse\" ]\n"
+	                   "    do-not-query-localhost: no\n"
+	                   "    \"trust-anchor:\":\n"
+	                   "      - \". DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D\"\n"
+	                   "    local-data: [ \"a.example. A 192.0.2.1\" ]\n"
+	                   "    private-address: 10.0.0.0/8\n";
+	struct conf *c;
+	char *out;
+	unsigned nerr;
+	assert_int_equal(load_string(text, &c, &out, &nerr), 0);
+	static const char *const want[][2] = {
+		{ "local-zone:", "a.example. static" },
+		{ "local-zone:", "b.example. refuse" },
+		{ "do-not-query-localhost:", "no" },
+		{ "trust-anchor:", ". DS 20326 8 2 E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D" },
+		{ "local-data:", "a.example. A 192.0.2.1" },
+		{ "private-address:", "10.0.0.0/8" },
+	};
+	assert_int_equal(c->resolver.noptions, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < c->resolver.noptions; i++) {
+		assert_string_equal(c->resolver.options[i].name, want[i][0]);
+		assert_string_equal(c->resolver.options[i].value, want[i][1]);
+	}
+	conf_free(c);
+	free(out);
+}
+
 static void test_error_order(void **state)
 {
 	const char *text =
@@ -983,6 +1046,7 @@ int main(void)
 		cmocka_unit_test(test_include_dir),    cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_shipped_config), cmocka_unit_test(test_province_config), cmocka_unit_test(test_large_include),
 		cmocka_unit_test(test_error_order),    cmocka_unit_test(test_fifo_refused),
+		cmocka_unit_test(test_trust_anchor_list), cmocka_unit_test(test_options_lists),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # resolver.trust_anchor: with the signed root's key, answers from the root
-# validate (AD) and insecure delegations still resolve; with a wrong key
+# validate (AD) and insecure delegations still resolve; two anchor files (a
+# list, or libunbound's trust-anchor-file as a list in resolver.options) both
+# take effect; resolver.options lists reach libunbound; with a wrong key
 # nothing validates and resolution fails with SERVFAIL.
 . "$(dirname "$0")/lib.sh"
 harness_init dnssec
@@ -63,6 +65,42 @@ assert_eq "auto-trust-anchor-file over 3 contexts: denials from the signed root 
 for ((i = 0; i < 50; i++)); do grep -q "autotrust" "$IT_TMP/auto.key" && break; sleep 0.1; done
 assert_eq "the anchor file is maintained: RFC 5011 state written (by its one owner)" "; autotrust trust anchor file" \
   "$(head -n 1 "$IT_TMP/auto.key")"
+partdns_stop
+assert_eq "clean exit" 0 "$PD_EXIT_STATUS"
+
+# Two anchor files, both read: the root's key (the root validates) and a DS
+# for customer.example., which is unsigned (its names become bogus instead of
+# insecure). The list form, then libunbound's own trust-anchor-file given as a
+# list in resolver.options.
+echo "customer.example. 3600 IN DS 12345 13 2 $(printf '%064d' 7)" > "$IT_TMP/customer.ds"
+for form in "trust_anchor: [ $IT_TMP/root.key, $IT_TMP/customer.ds ]" \
+            "options: { \"trust-anchor-file\": [ \"$IT_TMP/root.key\", \"$IT_TMP/customer.ds\" ] }"; do
+  pd_write_conf "$IT_TMP/two.yaml"
+  case $form in
+    trust_anchor:*) sed -i "s|^resolver:|resolver:\n  $form|" "$PD_CONF" ;;
+    *) sed -i "s|options: {|options: { \"trust-anchor-file\": [ \"$IT_TMP/root.key\", \"$IT_TMP/customer.ds\" ],|" "$PD_CONF" ;;
+  esac
+  grep -q "customer.ds" "$PD_CONF" || die "could not write the two anchors ($form)"
+  partdns_start "$PD_CONF"
+  out=$(pd_dig 127.0.9.9 . SOA +dnssec)
+  assert_contains "two anchors (${form%%:*}): the root's validates (AD)" " ad" "$(printf '%s\n' "$out" | grep '^;; flags:')"
+  assert_eq "two anchors (${form%%:*}): the second one too: unsigned customer.example. is bogus under it" "SERVFAIL" \
+    "$(dig_rcode 127.0.9.9 www.customer.example A)"
+  assert_contains "... (CD=1 still gets the data)" "203.0.113.10" "$(pd_dig 127.0.9.9 www.customer.example A +cd)"
+  partdns_stop
+  assert_eq "clean exit" 0 "$PD_EXIT_STATUS"
+done
+
+# resolver.options lists: every local-zone and local-data value reaches libunbound, in order
+pd_write_conf "$IT_TMP/lists.yaml"
+sed -i 's|"local-zone": "test. transparent"|"local-zone": [ "test. transparent", "lan.example. static" ], "local-data": [ "a.lan.example. A 192.0.2.1", "b.lan.example. A 192.0.2.2" ]|' "$PD_CONF"
+grep -q '"local-data": \[' "$PD_CONF" || die "could not write the option lists"
+partdns_start "$PD_CONF"
+assert_eq "options lists: the first local-data" "192.0.2.1" "$(dig_a 127.0.9.9 a.lan.example)"
+assert_eq "options lists: the second local-data" "192.0.2.2" "$(dig_a 127.0.9.9 b.lan.example)"
+assert_eq "options lists: the second local-zone (static: NXDOMAIN for the rest)" "NXDOMAIN" "$(dig_rcode 127.0.9.9 c.lan.example)"
+assert_eq "options lists: the first local-zone still lets test. through (else built-in NXDOMAIN)" "NOERROR" \
+  "$(dig_rcode 127.0.9.9 video.cdn.test)"
 partdns_stop
 assert_eq "clean exit" 0 "$PD_EXIT_STATUS"
 
