@@ -5,19 +5,39 @@
  * request parsing (pipelining, chunked bodies, header limits, slow clients,
  * half-closed sockets, HEAD) is exactly what a small hand-written server
  * gets wrong; libmicrohttpd is in Debian, event-driven and bounded by
- * options. One thread polls every connection (epoll), so a client that
- * connects and says nothing holds one slot until the timeout and never
- * the thread: a request beside it is served at once.
+ * options. One thread of ours runs it (epoll), so a client that connects
+ * and says nothing holds one slot and never the thread.
+ *
+ * What libmicrohttpd does not bound is a slot's time: its timeout counts
+ * idle time only, so a client sending a header byte a second (slowloris)
+ * holds its slot for as long as it likes, and 32 of them (8 per address,
+ * 4 addresses) took every slot: /health stopped answering, which can
+ * withdraw an anycast node, and CDNs could not fetch the plan (issue 32,
+ * defect 7). So each connection is tracked here (NOTIFY_CONNECTION) with a
+ * total deadline: its request line and headers within HTTP_HEAD_MS of the
+ * accept (or of the end of its previous request), its reply taken within
+ * HTTP_REPLY_MS; one past it is shut down, which libmicrohttpd then sees as
+ * a closed connection. And one slot is always kept free: a connection that
+ * takes the last but one cuts off the one that has waited longest for its
+ * head (else the oldest reply), so a newcomer -- a health check, a CDN --
+ * is always accepted and served at once, whatever holds the others. As
+ * nginx's client_header_timeout and Knot's tcp-io-timeout, the deadline
+ * does not move with each byte received.
  */
 #include "resolver/http.h"
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -25,10 +45,21 @@
 #include "resolver/log.h"
 
 /* Bounds against hostile clients: a scraper or a CDN's fetcher needs one connection at a time. */
-#define HTTP_MAX_CONN 32       /* connections at once */
+#define HTTP_MAX_CONN 32       /* connections at once, the one kept free included */
 #define HTTP_MAX_PER_IP 8      /* per client address */
 #define HTTP_TIMEOUT_S 5       /* a connection idle this long is closed */
+#define HTTP_HEAD_MS 5000      /* request line and headers within this of the accept, however sent */
+#define HTTP_REPLY_MS 30000    /* the reply taken within this of the request */
 #define HTTP_CONN_MEMORY 16384 /* per connection: request line and headers must fit */
+
+/* One connection, from libmicrohttpd's accept to its close (its socket context). */
+struct http_conn {
+	struct http_conn *prev, *next; /* oldest first */
+	int fd;                        /* libmicrohttpd's: only shut down here, never closed */
+	int64_t deadline;              /* ms, CLOCK_MONOTONIC: for the head, then for the reply */
+	bool replying;                 /* the head is in; the reply is being sent */
+	bool cut;                      /* shut down here; libmicrohttpd closes it on its next turn */
+};
 
 struct http_server {
 	int fd; /* ours until the daemon starts, then libmicrohttpd's */
@@ -41,7 +72,133 @@ struct http_server {
 	const char *notfound;
 	size_t nallow;
 	struct prefix *allow;
+	/* the connections, on the server's thread only (libmicrohttpd's callbacks run there too) */
+	struct http_conn *head, *tail;
+	unsigned nlive; /* connections not cut */
+	int stop_fd;    /* eventfd: http_free() asks the thread to end */
+	pthread_t thread;
+	bool running;
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Shut conn down: libmicrohttpd reads its end and closes it (and frees its slot) on its next turn. */
+static void conn_cut(struct http_server *h, struct http_conn *conn, const char *why)
+{
+	if (conn->cut)
+		return;
+	conn->cut = true;
+	h->nlive--;
+	if (conn->fd >= 0)
+		shutdown(conn->fd, SHUT_RDWR);
+	log_debug("%s: connection cut off: %s", h->key, why);
+}
+
+/*
+ * Keep one slot free for the next client: with conn, every slot but one is
+ * taken, so the connection that has waited longest for its request is cut
+ * (a slow or silent one), or, when all of them are replying, the oldest
+ * reply (a client that does not read).
+ */
+static void make_room(struct http_server *h, struct http_conn *conn)
+{
+	if (h->nlive < HTTP_MAX_CONN - 1)
+		return;
+	struct http_conn *victim = NULL;
+	for (struct http_conn *o = h->head; o != NULL && victim == NULL; o = o->next)
+		if (o != conn && !o->cut && !o->replying)
+			victim = o;
+	for (struct http_conn *o = h->head; o != NULL && victim == NULL; o = o->next)
+		if (o != conn && !o->cut)
+			victim = o;
+	if (victim != NULL)
+		conn_cut(h, victim, victim->replying ? "the oldest reply, to keep a slot free"
+		                                     : "the longest wait for a request, to keep a slot free");
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *h = cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct http_conn *conn = calloc(1, sizeof(*conn));
+		if (conn == NULL) {
+			/* untracked, it would have no deadline: refuse it instead */
+			if (ci != NULL)
+				shutdown(ci->connect_fd, SHUT_RDWR);
+			return;
+		}
+		conn->fd = ci != NULL ? ci->connect_fd : -1;
+		conn->deadline = now_ms() + HTTP_HEAD_MS;
+		conn->prev = h->tail;
+		if (h->tail != NULL)
+			h->tail->next = conn;
+		else
+			h->head = conn;
+		h->tail = conn;
+		h->nlive++;
+		*socket_context = conn;
+		make_room(h, conn);
+		return;
+	}
+	struct http_conn *conn = *socket_context; /* MHD_CONNECTION_NOTIFY_CLOSED */
+	if (conn == NULL)
+		return;
+	*socket_context = NULL;
+	if (!conn->cut)
+		h->nlive--;
+	if (conn->prev != NULL)
+		conn->prev->next = conn->next;
+	else
+		h->head = conn->next;
+	if (conn->next != NULL)
+		conn->next->prev = conn->prev;
+	else
+		h->tail = conn->prev;
+	free(conn);
+}
+
+static struct http_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* A request is over (replied, or failed): the next one on the connection has its own head deadline. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)con_cls;
+	(void)toe;
+	struct http_conn *conn = conn_of(c);
+	if (conn != NULL) {
+		conn->replying = false;
+		conn->deadline = now_ms() + HTTP_HEAD_MS;
+	}
+}
+
+/* Cut every connection past its deadline. @return ms until the next deadline, or -1 for none. */
+static int cut_overdue(struct http_server *h)
+{
+	int64_t now = now_ms(), next = -1;
+	for (struct http_conn *o = h->head; o != NULL; o = o->next) {
+		if (o->cut)
+			continue;
+		if (o->deadline <= now) {
+			conn_cut(h, o, o->replying ? "the reply was not taken in time" : "no whole request in time");
+			continue;
+		}
+		if (next < 0 || o->deadline - now < next)
+			next = o->deadline - now;
+	}
+	return (int)next;
+}
 
 struct http_server *http_new(const char *key, const struct conf_addr *a, bool share, const struct prefix *allow,
                              size_t nallow, http_handler_fn fn, void *arg, const char *notfound)
@@ -58,6 +215,7 @@ struct http_server *http_new(const char *key, const struct conf_addr *a, bool sh
 	h->arg = arg;
 	h->notfound = notfound;
 	h->family = a->ss.ss_family;
+	h->stop_fd = -1;
 	snprintf(h->key, sizeof(h->key), "%s", key);
 	snprintf(h->addr, sizeof(h->addr), "%s", a->text);
 	h->fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -160,6 +318,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)version;
 	(void)upload_data;
 	(void)con_cls;
+	struct http_conn *conn = conn_of(c);
+	if (conn != NULL && !conn->replying) { /* the head is in: the reply has its own deadline */
+		conn->replying = true;
+		conn->deadline = now_ms() + HTTP_REPLY_MS;
+	}
 	/* Answered at the first call, from the headers alone: a body is never
 	 * read (libmicrohttpd closes the connection after replying). */
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
@@ -201,22 +364,60 @@ static void mhd_log(void *arg, const char *fmt, va_list ap)
 	log_debug("%s: %s", h->key, msg);
 }
 
+/* The server's thread: libmicrohttpd's epoll, its timeouts and our deadlines, until stop_fd. */
+static void *http_main(void *arg)
+{
+	struct http_server *h = arg;
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	int epfd = di != NULL ? di->epoll_fd : -1;
+	for (;;) {
+		int timeout = cut_overdue(h);
+		MHD_UNSIGNED_LONG_LONG mt;
+		if (MHD_get_timeout(h->mhd, &mt) == MHD_YES && (timeout < 0 || mt < (MHD_UNSIGNED_LONG_LONG)timeout))
+			timeout = (int)mt;
+		if (epfd < 0 && (timeout < 0 || timeout > 100))
+			timeout = 100; /* no epoll fd to wait on (never seen): poll libmicrohttpd */
+		struct pollfd p[2] = { { .fd = h->stop_fd, .events = POLLIN }, { .fd = epfd, .events = POLLIN } };
+		if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+			log_err("%s: poll: %s", h->key, strerror(errno));
+			break;
+		}
+		if (p[0].revents != 0)
+			break;
+		MHD_run(h->mhd);
+	}
+	return NULL;
+}
+
 int http_start(struct http_server *h)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	if (h->family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	h->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (h->stop_fd < 0) {
+		log_err("cannot start the HTTP server on %s (key '%s'): eventfd: %s", h->addr, h->key, strerror(errno));
+		return -1;
+	}
 	h->mhd = MHD_start_daemon(flags, 0, on_accept, h, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->fd,
 	                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONN,
 	                          MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_PER_IP,
 	                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
 	                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+	                          MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+	                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 	                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
 	if (h->mhd == NULL) {
 		log_err("cannot start the HTTP server on %s (key '%s')", h->addr, h->key);
 		return -1;
 	}
 	h->fd = -1; /* libmicrohttpd closes it when stopped */
+	int rc = pthread_create(&h->thread, NULL, http_main, h);
+	if (rc != 0) {
+		log_err("cannot start the HTTP server's thread on %s (key '%s'): %s", h->addr, h->key, strerror(rc));
+		return -1;
+	}
+	h->running = true;
 	return 0;
 }
 
@@ -224,10 +425,18 @@ void http_free(struct http_server *h)
 {
 	if (h == NULL)
 		return;
+	if (h->running) {
+		uint64_t one = 1;
+		if (write(h->stop_fd, &one, sizeof(one)) != sizeof(one))
+			log_err("%s: cannot stop the HTTP thread: %s", h->key, strerror(errno));
+		pthread_join(h->thread, NULL);
+	}
 	if (h->mhd)
-		MHD_stop_daemon(h->mhd);
+		MHD_stop_daemon(h->mhd); /* closes the connections: their CLOSED notes free ours */
 	if (h->fd >= 0)
 		close(h->fd);
+	if (h->stop_fd >= 0)
+		close(h->stop_fd);
 	free(h->allow);
 	free(h);
 }

@@ -46,7 +46,7 @@ typedef int (*http_handler_fn)(void *arg, const char *path, FILE *out, struct ht
 struct http_server *http_new(const char *key, const struct conf_addr *a, bool share, const struct prefix *allow,
                              size_t nallow, http_handler_fn fn, void *arg, const char *notfound);
 
-/** Start serving on a thread of libmicrohttpd's. @return 0 or -1 (logged). */
+/** Start serving on a thread of its own (libmicrohttpd driven from it, with the deadlines of http.c). @return 0 or -1 (logged). */
 int http_start(struct http_server *h);
 
 /** Stop the thread (after the request being served), close the socket, free. NULL is a no-op. */
