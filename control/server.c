@@ -18,6 +18,8 @@
 
 /* Clients served at once; more wait in the listen backlog. */
 #define CLIENTS_MAX 32
+/* Replies held at once, all clients together: past it, the replies nobody reads go first. */
+#define OUT_BUDGET ((size_t)64 << 20)
 #define BACKLOG 16
 /* After accept() fails for want of descriptors the listener stays readable: pause, not spin. */
 #define ACCEPT_PAUSE_MS 100
@@ -33,6 +35,7 @@ struct control_client {
 	int64_t deadline; /* ms on CLOCK_MONOTONIC: for the request, then for the reply */
 	char *out;        /* NULL while reading the request; then the whole reply */
 	size_t outlen, outoff;
+	int64_t progress; /* ms: when the reply was ready, then when the client last took some of it */
 	size_t inlen;
 	char in[CONTROL_MAX_REQUEST + 1]; /* + 1: room for the NUL of the request string */
 };
@@ -237,6 +240,41 @@ static void client_close(struct control_client *cl)
 	cl->outlen = cl->outoff = cl->inlen = 0;
 }
 
+/* The client taking a reply whose reading stopped longest ago, but for except; NULL when none. */
+static struct control_client *most_stalled(struct control *c, const struct control_client *except)
+{
+	struct control_client *worst = NULL;
+	for (size_t i = 0; i < CLIENTS_MAX; i++) {
+		struct control_client *cl = &c->clients[i];
+		if (cl != except && cl->fd >= 0 && cl->out != NULL && (worst == NULL || cl->progress < worst->progress))
+			worst = cl;
+	}
+	return worst;
+}
+
+/*
+ * Room for a reply of len bytes for cl within OUT_BUDGET: the replies held
+ * for clients that stopped reading longest ago are dropped (their clients
+ * cut off) until it fits. One reply is held whole per client; without a
+ * bound on all of them, clients that ask for large replies and never read
+ * would hold CLIENTS_MAX of them.
+ */
+static void make_budget(struct control *c, const struct control_client *cl, size_t len)
+{
+	for (;;) {
+		size_t held = 0;
+		for (size_t i = 0; i < CLIENTS_MAX; i++)
+			if (c->clients[i].fd >= 0 && c->clients[i].out != NULL)
+				held += c->clients[i].outlen - c->clients[i].outoff;
+		struct control_client *victim = held + len > OUT_BUDGET ? most_stalled(c, cl) : NULL;
+		if (victim == NULL)
+			return;
+		report(CONTROL_LOG_WARN, "client of %s cut off: its reply was held too long unread (%zu bytes held)",
+		       c->path, held);
+		client_close(victim);
+	}
+}
+
 /* Turn the request (rc 1: in[0..linelen)) or a request error (rc < 0) into the reply. */
 static void client_answer(struct control *c, struct control_client *cl, int rc, size_t linelen)
 {
@@ -270,11 +308,13 @@ static void client_answer(struct control *c, struct control_client *cl, int rc, 
 	}
 	free(body);
 	free(errs);
+	make_budget(c, cl, replylen);
 	cl->out = reply;
 	cl->outlen = replylen;
 	cl->outoff = 0;
 	/* The handler may have taken a while: the client gets its full time to read. */
 	cl->deadline = now_ms() + CONTROL_TIMEOUT_MS;
+	cl->progress = now_ms();
 	return;
 fail:
 	report(CONTROL_LOG_ERR, "cannot build a reply: out of memory");
@@ -320,16 +360,20 @@ static void client_write(struct control_client *cl)
 		return;
 	}
 	cl->outoff += (size_t)n;
+	if (n > 0)
+		cl->progress = now_ms();
 	if (cl->outoff == cl->outlen)
 		client_close(cl);
 }
 
-/* Accept into free slots. @return true if accepting failed for want of resources. */
 /*
  * A slot for a new client: a free one, else the one that has waited longest
  * without sending its request (a silent client must not hold the socket for
- * the operator; one taking its reply is left alone). NULL when every slot
- * is writing a reply.
+ * the operator), else the one whose reply has gone unread longest: 32
+ * clients asking for a large reply and never reading it took every slot
+ * until their deadlines, and partdnsctl status failed meanwhile (issue 32,
+ * defect 10). So a newcomer always gets a slot, and what it costs is the
+ * client that stopped reading first.
  */
 static struct control_client *free_slot(struct control *c)
 {
@@ -343,11 +387,16 @@ static struct control_client *free_slot(struct control *c)
 	}
 	if (oldest != NULL) {
 		report(CONTROL_LOG_WARN, "client of %s cut off to make room: it sent no request yet", c->path);
-		client_close(oldest);
+	} else if ((oldest = most_stalled(c, NULL)) != NULL) {
+		report(CONTROL_LOG_WARN, "client of %s cut off to make room: it has not read its reply for %lld ms",
+		       c->path, (long long)(now_ms() - oldest->progress));
 	}
+	if (oldest != NULL)
+		client_close(oldest);
 	return oldest;
 }
 
+/* Accept into free slots. @return true if accepting failed for want of resources. */
 static bool accept_clients(struct control *c, int64_t now)
 {
 	for (;;) {
@@ -360,8 +409,8 @@ static bool accept_clients(struct control *c, int64_t now)
 			return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 		}
 		struct control_client *cl = free_slot(c);
-		if (cl == NULL) {
-			close(fd); /* every slot is sending a reply: the newcomer retries */
+		if (cl == NULL) { /* cannot be: every slot has a client, and one is cut */
+			close(fd);
 			continue;
 		}
 		cl->fd = fd;
@@ -414,7 +463,8 @@ static void *control_main(void *arg)
 			break;
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
 			struct control_client *cl = &c->clients[i];
-			if (p[2 + i].fd < 0 || p[2 + i].revents == 0)
+			/* cl->fd < 0: cut off above, for room or for the budget */
+			if (p[2 + i].fd < 0 || p[2 + i].revents == 0 || cl->fd < 0)
 				continue;
 			if (cl->out == NULL)
 				client_read(c, cl);

@@ -60,9 +60,13 @@ int control_register(struct control *c, const char *verb, control_fn fn, void *a
 /**
  * Serve on a new thread until stop_fd becomes readable. Each client may send
  * one request and gets one reply; it has CONTROL_TIMEOUT_MS to send its
- * request and again to take the reply, then it is cut off. Up to a few
- * clients are read from and written to at once, so a silent one holds up
- * nobody beyond its deadline; handlers run one after another.
+ * request and again to take the reply, then it is cut off. Up to 32
+ * clients are read from and written to at once (never blocking), so a
+ * silent one holds up nobody beyond its deadline; a newcomer always gets a
+ * slot, taken from the client silent longest, else from the one that has
+ * not read its reply for longest; the replies held unread are bounded all
+ * together (64 MiB), the least read going first. Handlers run one after
+ * another.
  * @return 0 or -errno of pthread_create.
  */
 int control_start(struct control *c);

@@ -68,6 +68,16 @@ static int on_fail(void *arg, int argc, char **argv, FILE *out, FILE *err)
 	return 1;
 }
 
+/* "big": a 300 KB body, more than a unix socket's buffer takes, as "stats json" is on a big plan. */
+static int on_big(void *arg, int argc, char **argv, FILE *out, FILE *err)
+{
+	struct fixture *f = arg;
+	for (int i = 0; i < 300 * 1024 / 64; i++)
+		fprintf(out, "%063d\n", i);
+	__atomic_add_fetch(&f->calls, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -81,6 +91,7 @@ static int setup(void **state)
 	assert_non_null(f->c);
 	assert_int_equal(control_register(f->c, "echo", on_echo, f), 0);
 	assert_int_equal(control_register(f->c, "fail", on_fail, f), 0);
+	assert_int_equal(control_register(f->c, "big", on_big, f), 0);
 	assert_int_equal(control_start(f->c), 0);
 	*state = f;
 	return 0;
@@ -326,6 +337,45 @@ static void test_many_silent_clients(void **state)
 		close(fds[i]);
 }
 
+/*
+ * Issue 32, defect 10: 32 clients ask for a large reply and never read it.
+ * Every slot was then writing a reply the socket could not take, and the
+ * operator's request was closed at accept (a broken pipe for 5 s, until
+ * their deadlines). Now the client that stopped reading longest is cut for
+ * the newcomer, every time.
+ */
+static void test_non_reading_clients(void **state)
+{
+	struct fixture *f = *state;
+	enum { HOGS = 32 };
+	int fds[HOGS];
+	for (int i = 0; i < HOGS; i++) {
+		fds[i] = connect_raw(f->path);
+		assert_int_equal(send(fds[i], "big\n", 4, MSG_NOSIGNAL), 4);
+	}
+	/* every reply built and stuck in a full socket buffer */
+	int64_t end = now_ms() + WAIT_MS;
+	while (__atomic_load_n(&f->calls, __ATOMIC_SEQ_CST) < HOGS && now_ms() < end)
+		usleep(10 * 1000);
+	assert_int_equal(__atomic_load_n(&f->calls, __ATOMIC_SEQ_CST), HOGS);
+	usleep(100 * 1000);
+	for (int k = 0; k < 3; k++) {
+		int64_t t0 = now_ms();
+		char *body = NULL, msg[256] = "";
+		int rc = control_request(f->path, "echo op", WAIT_MS, &body, NULL, msg, sizeof(msg));
+		int64_t took = now_ms() - t0;
+		if (rc != 0)
+			fail_msg("request %d beside %d clients that do not read: rc %d (%s)", k, HOGS, rc, msg);
+		assert_string_equal(body, "echo\nop\n");
+		free(body);
+		if (took >= 1000)
+			fail_msg("the operator's request waited %lld ms behind %d clients that do not read", (long long)took,
+			         HOGS);
+	}
+	for (int i = 0; i < HOGS; i++)
+		close(fds[i]);
+}
+
 static void test_register(void **state)
 {
 	struct fixture *f = *state;
@@ -428,6 +478,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overlong_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_silent_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_silent_clients, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_non_reading_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_register, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_with_clients, setup, teardown),
