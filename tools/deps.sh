@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Install every Debian package partdns needs to build, test and benchmark.
+# Install the Debian packages partdns needs.
+# Usage: tools/deps.sh [--build]
+#   --build  only what building and running the daemon need (tools/run.sh);
+#   default  that and the test and benchmark set (tools/test.sh): the DNS
+#            servers the integration tests start, etcd, fuzzing, dnsperf...
 set -euo pipefail
 
-PACKAGES=(
+BUILD_PACKAGES=(
   build-essential cmake pkg-config                 # toolchain
-  libunbound-dev libevent-dev libldns-dev liblmdb-dev libyaml-dev libcmocka-dev   # libraries (libunbound.pc requires libevent)
+  libunbound-dev libevent-dev libldns-dev liblmdb-dev libyaml-dev   # libraries (libunbound.pc requires libevent)
   libmicrohttpd-dev                                 # server.metrics: the Prometheus endpoint's HTTP
   libsystemd-dev                                    # sd_notify for the Type=notify unit
+  libfstrm-dev libprotobuf-c-dev protobuf-c-compiler  # server.dnstap: fstrm writer, protobuf-c, protoc-c
+  libcurl4-openssl-dev libjson-c-dev                # store.etcd: the client's HTTP and JSON
+  lowdown                                           # the man pages (-DMANPAGES=ON, the package)
+  bind9-dnsutils                                    # dig, to ask the running daemon
+)
+TEST_PACKAGES=(
+  libcmocka-dev                                     # unit tests
   clang libclang-rt-14-dev                          # libFuzzer targets
   knot knot-module-geoip knot-module-dnstap knot-dnsutils  # authoritative hierarchy + GSLB (query log) for tests
   unbound                                           # reference ECS recursor
   pdns-recursor dnsdist gnuplot-nox python3         # bench/province.sh: the other ECS set-ups, its chart (SVG), its data work
   ldnsutils                                         # ldns-signzone: pre-signed (broken) zones for DNSSEC tests
-  bind9-dnsutils dnsperf iproute2 lmdb-utils procps # dig, benchmarks, ss, pgrep
-  libfstrm-dev libprotobuf-c-dev protobuf-c-compiler fstrm-bin  # server.dnstap: fstrm writer, protobuf-c, protoc-c; fstrm_capture in tests
+  dnsperf iproute2 lmdb-utils procps                # benchmarks, ss, pgrep
+  fstrm-bin                                         # fstrm_capture in tests
   prometheus curl                                   # promtool check metrics and scrapes in test_metrics.sh
   socat util-linux                                  # a syslog socket for tests, unshare
-  libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client openssl  # store.etcd: the client's HTTP and JSON; a test cluster, etcdctl, test certificates
+  etcd-server etcd-client openssl                   # a test cluster, etcdctl, test certificates
 )
+
+PACKAGES=("${BUILD_PACKAGES[@]}")
+case "${1:-}" in
+  --build) ;;
+  "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+  *) echo "usage: tools/deps.sh [--build]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -6,8 +6,8 @@
 # used as it is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+tools/deps.sh --build   # not the test and benchmark set: tools/test.sh installs that
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
 cmake --build build -j "$(nproc)" --target partdns partdnsctl partdns-gen   # every binary the README uses
 CONF=${1:-}
 if [ -z "$CONF" ]; then
