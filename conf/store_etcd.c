@@ -119,90 +119,136 @@ done:
 }
 
 /*
- * Why pages are bounded this way: etcd's range request can limit keys but
- * not bytes, and anyone with write access may put values up to etcd's
- * request limit (1.5 MiB by default, more if so configured) under our
- * prefix: 2,000 of them are gigabytes. A keys_only pass first would bound
- * nothing either (keys can be as large), and fetching every value alone
- * costs a round trip per record. So a page is read with a byte cap: a page
- * that does not fit is dropped as soon as it passes the cap, and asked again
- * with an eighth of the keys, down to one; a single record that does not
- * fit in STORE_ETCD_RECORD_BYTES is named (its key read alone, keys_only)
- * and passed over. Pages grow back after each good one, so a region of junk
- * costs a few wasted reads, not the whole scan, and normal records (a few
- * hundred bytes each) never hit the cap. The next page starts right after
- * the last key seen (the key plus a NUL byte: etcd's keys are bytes).
+ * Why pages are read this way: etcd's range request can limit keys but not
+ * bytes, and anyone with write access may put values up to etcd's request
+ * limit (1.5 MiB by default, more if so configured) under our prefix: 2,000
+ * of them are gigabytes, and etcd builds a whole answer before it sends a
+ * byte (70 MB took it 2 s here: past the request timeout, so a byte cap on
+ * the client alone fails as a timeout, for ever). So a page is first read
+ * keys_only (cheap for etcd, and it names every key), and the values of its
+ * keys are then read in spans: a span whose answer passes the byte cap or
+ * times out is asked again with an eighth of the keys, down to one; a
+ * single record that does not fit in STORE_ETCD_RECORD_BYTES is named and
+ * passed over (one that times out alone is the cluster's trouble: the scan
+ * fails). After a good span the next may be twice as large, and no larger
+ * than the bytes per key seen say fits in STORE_ETCD_PAGE_BYTES, so a region
+ * of junk is read a few keys at a time and normal records (a few hundred
+ * bytes each) in spans of ETCD_SCAN_PAGE. Keys are bytes: a span ends, and
+ * the next page starts, at a key plus a NUL byte.
  */
+
+/* key (len bytes) and a NUL byte after it, malloc'd: the key right after key. @return NULL on ENOMEM. */
+static char *key_after(const char *key, size_t len)
+{
+	char *k = malloc(len + 2);
+	if (k != NULL) {
+		memcpy(k, key, len);
+		k[len] = '\0';
+		k[len + 1] = '\0';
+	}
+	return k;
+}
+
+struct scan {
+	struct etcd *e;
+	int64_t rev;
+	size_t span;  /* keys per value read, adapted */
+	int (*fn)(const struct etcd_kv *kv, void *arg);
+	void (*skipped)(const struct etcd_kv *kv, const char *why, void *arg);
+	void *arg;
+};
+
+/* The values of keys[0..n) (one keys_only page, in order), span by span. @return 0, fn's value, ETCD_E_*. */
+static int scan_values(struct scan *sc, const struct etcd_kv *keys, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t m = n - i < sc->span ? n - i : sc->span;
+		const struct etcd_kv *last = &keys[i + m - 1];
+		char *end = key_after(last->key, last->keylen);
+		if (end == NULL)
+			return ETCD_E_NOMEM;
+		struct etcd_get_opts o = { .key = keys[i].key, .keylen = keys[i].keylen, .end = end,
+			                   .endlen = last->keylen + 1, .revision = sc->rev, .limit = m,
+			                   .max_bytes = m > 1 ? STORE_ETCD_PAGE_BYTES : STORE_ETCD_RECORD_BYTES };
+		struct etcd_range r;
+		int rc = etcd_range(sc->e, &o, &r);
+		free(end);
+		if ((rc == ETCD_E_TOOBIG || rc == ETCD_E_UNAVAILABLE) && m > 1) {
+			sc->span = m / 8 > 0 ? m / 8 : 1;
+			continue;
+		}
+		if (rc == ETCD_E_TOOBIG) {
+			if (sc->skipped != NULL)
+				sc->skipped(&keys[i], "the record is too large to read", sc->arg);
+			i++;
+			continue;
+		}
+		if (rc != 0)
+			return rc;
+		size_t bytes = 0;
+		for (size_t k = 0; k < r.n && rc == 0; k++) {
+			bytes += r.kvs[k].keylen + r.kvs[k].vlen;
+			if (r.kvs[k].bad == NULL)
+				rc = sc->fn(&r.kvs[k], sc->arg);
+			else if (sc->skipped != NULL)
+				sc->skipped(&r.kvs[k], r.kvs[k].bad, sc->arg);
+		}
+		etcd_range_free(&r);
+		if (rc != 0)
+			return rc;
+		i += m;
+		/* twice as many next time, as far as the bytes per key seen allow (base64: 4/3) */
+		size_t fits = bytes > 0 ? STORE_ETCD_PAGE_BYTES / (bytes * 4 / 3 / m + 64) : ETCD_SCAN_PAGE;
+		size_t next = m * 2 < fits ? m * 2 : fits;
+		sc->span = next < 1 ? 1 : next > ETCD_SCAN_PAGE ? ETCD_SCAN_PAGE : next;
+	}
+	return 0;
+}
+
 int store_etcd_scan_all(struct etcd *e, const char *from, const char *end, int64_t *revision, uint64_t *cluster,
                         int (*fn)(const struct etcd_kv *kv, void *arg),
                         void (*skipped)(const struct etcd_kv *kv, const char *why, void *arg), void *arg)
 {
 	size_t keylen = strlen(from);
-	char *key = malloc(keylen + 1);
+	char *key = key_after(from, keylen); /* from, with a NUL after it that is not part of it */
 	if (key == NULL)
 		return ETCD_E_NOMEM;
-	memcpy(key, from, keylen + 1);
-	int64_t rev = *revision;
-	size_t limit = ETCD_SCAN_PAGE;
+	struct scan sc = { .e = e, .rev = *revision, .span = ETCD_SCAN_PAGE, .fn = fn, .skipped = skipped,
+		           .arg = arg };
+	size_t limit = ETCD_SCAN_PAGE; /* keys per keys_only page: fewer while keys are huge */
 	int rc;
 	for (;;) {
 		struct etcd_range r;
-		struct etcd_get_opts o = { .key = key, .keylen = keylen, .end = end, .revision = rev, .limit = limit,
-			                   .max_bytes = limit > 1 ? STORE_ETCD_PAGE_BYTES : STORE_ETCD_RECORD_BYTES };
+		struct etcd_get_opts o = { .key = key, .keylen = keylen, .end = end, .revision = sc.rev,
+			                   .limit = limit, .keys_only = true, .max_bytes = STORE_ETCD_PAGE_BYTES };
 		rc = etcd_range(e, &o, &r);
 		if (rc == ETCD_E_TOOBIG && limit > 1) {
-			limit /= 8;
-			if (limit == 0)
-				limit = 1;
+			limit = limit / 8 > 0 ? limit / 8 : 1;
 			continue;
-		}
-		bool whole = rc == 0;
-		if (rc == ETCD_E_TOOBIG) {
-			/* one record too large to read: its key alone, to name it and go past it */
-			o.keys_only = true;
-			o.max_bytes = STORE_ETCD_PAGE_BYTES;
-			rc = etcd_range(e, &o, &r);
-			if (rc == 0 && r.n > 0 && skipped != NULL)
-				skipped(&r.kvs[0], "the record is too large to read", arg);
 		}
 		if (rc != 0)
 			break;
-		if (rev == 0) {
-			rev = r.revision; /* every page from the same snapshot */
+		limit = ETCD_SCAN_PAGE;
+		if (sc.rev == 0) {
+			sc.rev = r.revision; /* every page from the same snapshot */
 			if (cluster != NULL)
 				*cluster = r.cluster;
 		}
-		for (size_t i = 0; whole && i < r.n && rc == 0; i++) {
-			if (r.kvs[i].bad == NULL)
-				rc = fn(&r.kvs[i], arg);
-			else if (skipped != NULL)
-				skipped(&r.kvs[i], r.kvs[i].bad, arg);
-		}
-		bool more = (r.more || !whole) && r.n > 0 && rc == 0;
+		rc = scan_values(&sc, r.kvs, r.n);
+		bool more = r.more && r.n > 0 && rc == 0;
 		if (more) {
-			/* the next page: right after the last key */
-			const struct etcd_kv *last = &r.kvs[r.n - 1];
-			char *next = malloc(last->keylen + 2);
-			if (next == NULL) {
+			free(key);
+			keylen = r.kvs[r.n - 1].keylen + 1;
+			if ((key = key_after(r.kvs[r.n - 1].key, r.kvs[r.n - 1].keylen)) == NULL)
 				rc = ETCD_E_NOMEM;
-				more = false;
-			} else {
-				memcpy(next, last->key, last->keylen);
-				next[last->keylen] = '\0';
-				next[last->keylen + 1] = '\0';
-				free(key);
-				key = next;
-				keylen = last->keylen + 1;
-			}
 		}
 		etcd_range_free(&r);
-		if (!more)
+		if (!more || key == NULL)
 			break;
-		if (whole && limit < ETCD_SCAN_PAGE)
-			limit = limit * 2 < ETCD_SCAN_PAGE ? limit * 2 : ETCD_SCAN_PAGE;
 	}
 	free(key);
-	*revision = rev;
+	*revision = sc.rev;
 	return rc;
 }
 

@@ -658,7 +658,7 @@ int etcd_range(struct etcd *e, const struct etcd_get_opts *o, struct etcd_range 
 		return ETCD_E_NOMEM;
 	json_object_object_add(req, "key", j_b64(o->key, o->keylen ? o->keylen : strlen(o->key)));
 	if (o->end != NULL)
-		json_object_object_add(req, "range_end", j_b64(o->end, strlen(o->end)));
+		json_object_object_add(req, "range_end", j_b64(o->end, o->endlen ? o->endlen : strlen(o->end)));
 	if (o->revision > 0)
 		json_object_object_add(req, "revision", json_object_new_int64(o->revision));
 	if (o->limit > 0)

@@ -81,7 +81,8 @@ void etcd_range_free(struct etcd_range *r);
 struct etcd_get_opts {
 	const char *key;     /* the first key: keylen bytes (any; 0: strlen) */
 	size_t keylen;
-	const char *end;     /* NULL: key alone; else [key, end) */
+	const char *end;     /* NULL: key alone; else [key, end): endlen bytes (0: strlen) */
+	size_t endlen;
 	int64_t revision;    /* 0: now */
 	size_t limit;        /* 0: all */
 	bool keys_only;      /* values left out (empty) */
