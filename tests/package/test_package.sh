@@ -70,6 +70,7 @@ if [ "$inside" = 1 ]; then
   pd_pid=""
   knot_pid=""
   notify_pid=""
+  runtime_dirs=()   # the unit's RuntimeDirectory=, made here in systemd's stead
   stop() { # stop PID: SIGTERM, then SIGKILL after 10 s
     local pid=$1 i
     kill -TERM "$pid" 2>/dev/null || return 0
@@ -86,6 +87,7 @@ if [ "$inside" = 1 ]; then
     done
     wait 2>/dev/null || true
     ip addr del "$CLIENT/32" dev lo 2>/dev/null || true
+    [ ${#runtime_dirs[@]} -eq 0 ] || rm -rf "${runtime_dirs[@]}"
   }
   trap cleanup_inside EXIT
   trap 'exit 143' TERM INT
@@ -181,6 +183,8 @@ EOF
     [ "$how" = root ] || runner=("${as_unit[@]}")
     if [ "$how" = unit ]; then
       for d in $(unit_get RuntimeDirectory); do
+        # systemd makes it at start and removes it at stop; so do we
+        [ -e "/run/$d" ] || runtime_dirs+=("/run/$d")
         install -d -m "$(unit_get RuntimeDirectoryMode | grep . || echo 0755)" \
           -o "${unit_user:-root}" -g "$unit_group" "/run/$d"
       done
@@ -236,6 +240,9 @@ EOF
       check_eq "$how: partdns exits 0 on SIGTERM" 0 "$rc"
     fi
     if [ -n "$notify_pid" ]; then stop "$notify_pid"; notify_pid=""; fi
+    # as systemd removes the RuntimeDirectory= when the unit stops
+    [ ${#runtime_dirs[@]} -eq 0 ] || rm -rf "${runtime_dirs[@]}"
+    runtime_dirs=()
     [ "$nfail" -eq 0 ] || { echo "partdns log ($how):"; tail -n 30 "$TMP/partdns-$how.log"; }
   }
   partition=$(partdnsctl partition lookup "$CLIENT" | awk '$1 == "partition" {print $2}')
@@ -331,6 +338,8 @@ done
 
 # 4. the daemon as installed, in its own network namespace (127.0.0.1@53 of
 # its own: nothing else on this machine is in the way, nothing sees it)
+had_run_dir=0
+[ ! -e /run/partdns ] || had_run_dir=1
 if unshare --net true 2>/dev/null; then
   unshare --net -- "$0" --inside "$TMP" || true
   if read -r p f 2>/dev/null < "$TMP/inside.counts"; then
@@ -351,6 +360,7 @@ check_eq "no user partdns after purge" "" "$(getent passwd partdns)"
 check_eq "no group partdns after purge" "" "$(getent group partdns)"
 check "no /var/lib/partdns after purge" test ! -e /var/lib/partdns
 check "no /etc/partdns after purge" test ! -e /etc/partdns
+[ "$had_run_dir" = 1 ] || check "no /run/partdns left (systemd removes the RuntimeDirectory at stop)" test ! -e /run/partdns
 check "no installed partdns process left" bash -c '! pgrep -f "^/usr/sbin/partdns( |$)"'
 echo "package build $((t1 - t0)) s, install and run $((t2 - t1)) s"
 finish
