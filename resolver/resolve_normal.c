@@ -3,9 +3,12 @@
 #include "resolver/resolve_normal.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unbound-event.h>
 #include <unbound.h>
 
@@ -56,8 +59,15 @@
  * needs; the entry is marked incomplete (inflight.c) and clients of no
  * partition resolve the name again in the plain context. libunbound reads
  * auth zones only when a context is set up, so a change of the flagged
- * subtrees builds a new stub context in the thread's tick and retires the
- * old one once its lookups are over; until then jobs take the plain one.
+ * subtrees needs a new stub context per thread, and with 100,000 subtrees
+ * one takes seconds to make (and a tenth of one to delete). The pool's
+ * builder thread makes them (stub_build), so no loop that answers clients
+ * waits for it: each thread's tick only swaps a pointer (stub_refresh),
+ * and retires the old context; once no lookup runs in it, the tick
+ * detaches its events from the loop (uloop_view_detach, O(its events))
+ * and the builder deletes it. Until the new one is there, jobs take the
+ * plain context (start_job compares the set a context holds with the
+ * job's).
  */
 
 #define NORMAL_MAX_INFLIGHT 100000
@@ -70,6 +80,12 @@
 #define NORMAL_ZONE_SLOTS 65536u
 /* spare tickets a thread keeps for reuse */
 #define NORMAL_TICKETS_KEEP 1024u
+/* how often the builder looks for a new set of flagged subtrees (or is woken for contexts to delete) */
+#define NORMAL_BUILD_POLL_NS 50000000ull
+/* how long the start waits for the first stub contexts: a few subtrees are
+ * in place before the first query; a huge set is served without them
+ * meanwhile rather than delaying the start */
+#define NORMAL_BUILD_START_WAIT_NS 500000000ull
 
 /*
  * One lookup libunbound works on. ub_cancel only silences the callback:
@@ -88,10 +104,11 @@ struct ticket {
 
 /* A stub context, for one set of flagged subtrees (its sig). */
 struct nctx {
-	struct ub_ctx *ctx;
-	uint64_t sig;       /* domains_subtree_sig of the set it holds */
-	unsigned refs;      /* tickets running in it (orphans included) */
-	struct nctx *next;  /* retired, waiting for refs 0 */
+	struct ub_ctx *ctx;     /* NULL: none (no flagged subtree, or it could not be made) */
+	struct uloop_view *view; /* its event base over the thread's loop, detached before it goes to the builder */
+	uint64_t sig;           /* domains_subtree_sig of the set it holds */
+	unsigned refs;          /* tickets running in it (orphans included) */
+	struct nctx *next;      /* retired, waiting for refs 0; then the builder's to delete */
 };
 
 struct nthread {
@@ -101,7 +118,7 @@ struct nthread {
 	struct ub_ctx *ctx;     /* the plain context */
 	struct nctx *stub;      /* NULL: none (no flagged subtree, or it could not be built) */
 	struct nctx *retired;
-	uint64_t stub_want;     /* the set last built or tried: no retry every tick after a failure */
+	_Atomic(struct nctx *) stub_next; /* made by the builder, taken by the thread's tick */
 	struct mq jobs;
 	struct ub_event *jobs_ev, *stop_ev, *tick_ev;
 	pthread_t thread;
@@ -128,6 +145,14 @@ struct resolve_normal {
 	struct hash_key zone_key;
 	atomic_uint inflight;
 	struct nthread *threads;
+	/* the builder thread: stub contexts made and deleted off the loops */
+	pthread_t builder;
+	bool builder_started;
+	pthread_mutex_t build_lock;
+	pthread_cond_t build_cond;   /* wakes the builder (trash, stop); tells the start a round is done */
+	bool build_stop;
+	unsigned build_rounds;       /* rounds of the builder's loop done */
+	struct nctx *trash;          /* retired and detached, for the builder to delete */
 };
 
 void resolve_normal_counters(struct resolve_normal *p, uint64_t *sum)
@@ -384,6 +409,70 @@ static void on_jobs(int fd, short what, void *arg)
 	}
 }
 
+/* Delete stub contexts no loop knows any more (detached, or never taken). */
+static void nctx_delete(struct nctx *nc)
+{
+	while (nc != NULL) {
+		struct nctx *next = nc->next;
+		ubctx_free(nc->ctx);
+		uloop_view_free(nc->view);
+		free(nc);
+		nc = next;
+	}
+}
+
+/* The stub context goes to the retired list: detached and handed to the builder once no lookup runs in it. */
+static void stub_retire(struct nthread *t)
+{
+	if (t->stub == NULL)
+		return;
+	t->stub->next = t->retired;
+	t->retired = t->stub;
+	t->stub = NULL;
+}
+
+/*
+ * The thread's tick: take the stub context the builder made for the
+ * current set (the old one retires), and hand the builder the retired
+ * ones whose lookups are over, their events out of the loop first. No
+ * libunbound set-up or teardown runs here: a tick costs the same with
+ * 100,000 flagged subtrees as with one.
+ */
+static void stub_refresh(struct nthread *t)
+{
+	struct nctx *nc = atomic_exchange_explicit(&t->stub_next, NULL, memory_order_acq_rel);
+	if (nc != NULL) {
+		stub_retire(t);
+		if (nc->ctx != NULL)
+			t->stub = nc;
+		else
+			free(nc); /* the set has no subtree, or its context failed (logged) */
+	}
+	struct nctx *done = NULL;
+	for (struct nctx **pp = &t->retired; *pp;) {
+		nc = *pp;
+		if (nc->refs > 0) {
+			pp = &nc->next;
+			continue;
+		}
+		*pp = nc->next;
+		uloop_view_detach(nc->view); /* from here on the loop never names its events */
+		nc->next = done;
+		done = nc;
+	}
+	if (done == NULL)
+		return;
+	struct resolve_normal *p = t->pool;
+	pthread_mutex_lock(&p->build_lock);
+	struct nctx *last = done;
+	while (last->next != NULL)
+		last = last->next;
+	last->next = p->trash;
+	p->trash = done;
+	pthread_cond_signal(&p->build_cond);
+	pthread_mutex_unlock(&p->build_lock);
+}
+
 struct names {
 	const char **v;
 	size_t n;
@@ -395,65 +484,102 @@ static void names_add(const char *name, void *arg)
 	ns->v[ns->n++] = name;
 }
 
-/* The stub context goes to the retired list: deleted once no lookup runs in it. */
-static void stub_retire(struct nthread *t)
+static bool build_stopping(struct resolve_normal *p)
 {
-	if (t->stub == NULL)
-		return;
-	t->stub->next = t->retired;
-	t->retired = t->stub;
-	t->stub = NULL;
+	pthread_mutex_lock(&p->build_lock);
+	bool stop = p->build_stop;
+	pthread_mutex_unlock(&p->build_lock);
+	return stop;
 }
 
 /*
- * Keep the stub context in step with the flagged subtrees of the current
- * snapshot: a new set builds a new context (the old one retires: deleted
- * once no lookup runs in it); retired contexts whose lookups are over go.
+ * The builder: a stub context for every thread, for the flagged subtrees
+ * of s (sig), each handed to its thread through stub_next. A context made
+ * for a thread that has not taken the previous one yet replaces it (that
+ * one never ran: deleted here). A newer set arriving half-way ends the
+ * round; the next one makes contexts for it.
  */
-static void stub_refresh(struct nthread *t)
+static void stub_build(struct resolve_normal *p, struct snapshot *s, uint64_t sig)
 {
-	for (struct nctx **pp = &t->retired; *pp;) {
-		struct nctx *nc = *pp;
-		if (nc->refs > 0) {
-			pp = &nc->next;
-			continue;
-		}
-		*pp = nc->next;
-		ubctx_free(nc->ctx);
-		free(nc);
-	}
-	struct snapshot *s = snapshot_get(t->pool->snaps);
-	if (s == NULL)
-		return;
-	uint64_t sig = domains_subtree_sig(s->domains);
-	if (sig == t->stub_want) {
-		snapshot_release(s);
-		return;
-	}
-	t->stub_want = sig;
-	stub_retire(t);
-	struct names ns = { .v = calloc(domains_count(s->domains) + 1, sizeof(*ns.v)) };
-	struct nctx *nc = sig != 0 && ns.v ? calloc(1, sizeof(*nc)) : NULL;
-	if (nc != NULL) {
+	uint64_t t0 = clock_ns();
+	struct names ns = { .v = sig != 0 ? calloc(domains_count(s->domains) + 1, sizeof(*ns.v)) : NULL };
+	if (ns.v != NULL)
 		domains_each_subtree(s->domains, names_add, &ns);
-		const struct conf *c = s->conf;
-		nc->sig = sig;
-		nc->ctx = ubctx_new(c, uloop_ub_base(t->loop),
-		                    &(struct ubctx_share){ .idx = t->idx + 1, .of = t->pool->nthreads,
-		                                           .whole_rate = t->pool->colocated,
-		                                           .outgoing = c->resolver.outgoing,
-		                                           .noutgoing = c->resolver.noutgoing, .stubs = ns.v,
-		                                           .nstubs = ns.n });
-		if (nc->ctx == NULL) {
-			log_warn("normal pool: no stub context for %zu flagged subtree(s); chains into them are followed "
-			         "without ECS until the next change of flags", ns.n);
-			free(nc);
-			nc = NULL;
+	const struct conf *c = s->conf;
+	unsigned made = 0;
+	for (unsigned i = 0; i < p->nthreads; i++) {
+		struct nthread *t = &p->threads[i];
+		if (build_stopping(p))
+			break;
+		if (i > 0 && snapshot_generation(p->snaps) != s->generation) {
+			struct snapshot *cur = snapshot_get(p->snaps);
+			bool newer = cur != NULL && domains_subtree_sig(cur->domains) != sig;
+			snapshot_release(cur);
+			if (newer)
+				break; /* the next round makes the newer set's */
 		}
+		struct nctx *nc = calloc(1, sizeof(*nc));
+		if (nc == NULL)
+			break;
+		nc->sig = sig;
+		if (ns.v != NULL && (nc->view = uloop_view_new(t->loop)) != NULL)
+			nc->ctx = ubctx_new(c, uloop_view_base(nc->view),
+			                    &(struct ubctx_share){ .idx = t->idx + 1, .of = p->nthreads,
+			                                           .whole_rate = p->colocated,
+			                                           .outgoing = c->resolver.outgoing,
+			                                           .noutgoing = c->resolver.noutgoing, .stubs = ns.v,
+			                                           .nstubs = ns.n });
+		if (sig != 0 && nc->ctx == NULL)
+			log_warn("normal pool: no stub context for %zu flagged subtree(s) (thread %u); chains into them are "
+			         "followed without ECS until the next change of flags",
+			         ns.n, i);
+		made += nc->ctx != NULL;
+		struct nctx *old = atomic_exchange_explicit(&t->stub_next, nc, memory_order_acq_rel);
+		nctx_delete(old);
 	}
-	t->stub = nc;
+	if (made > 0)
+		log_info("normal pool: stub contexts for %zu flagged subtree(s) ready for %u thread(s) in %llu ms", ns.n,
+		         made, (unsigned long long)((clock_ns() - t0) / 1000000u));
 	free(ns.v);
-	snapshot_release(s);
+}
+
+static void *builder_main(void *arg)
+{
+	struct resolve_normal *p = arg;
+	uint64_t seen_gen = 0, want = 0; /* the set last built or tried: no retry after a failure */
+	pthread_mutex_lock(&p->build_lock);
+	while (!p->build_stop) {
+		struct nctx *trash = p->trash;
+		p->trash = NULL;
+		pthread_mutex_unlock(&p->build_lock);
+		nctx_delete(trash);
+		uint64_t g = snapshot_generation(p->snaps);
+		if (g != seen_gen) {
+			struct snapshot *s = snapshot_get(p->snaps);
+			if (s != NULL) {
+				seen_gen = s->generation;
+				uint64_t sig = domains_subtree_sig(s->domains);
+				if (sig != want) {
+					want = sig;
+					stub_build(p, s, sig);
+				}
+				snapshot_release(s);
+			}
+		}
+		pthread_mutex_lock(&p->build_lock);
+		p->build_rounds++;
+		pthread_cond_broadcast(&p->build_cond);
+		if (p->build_stop || p->trash != NULL)
+			continue;
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		uint64_t ns = (uint64_t)until.tv_nsec + NORMAL_BUILD_POLL_NS;
+		until.tv_sec += (time_t)(ns / 1000000000u);
+		until.tv_nsec = (long)(ns % 1000000000u);
+		pthread_cond_timedwait(&p->build_cond, &p->build_lock, &until);
+	}
+	pthread_mutex_unlock(&p->build_lock);
+	return NULL;
 }
 
 /*
@@ -543,6 +669,12 @@ struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_
 	p->nthreads = c->resolver.threads ? c->resolver.threads : 1;
 	p->colocated = colocated;
 	p->zone_cap = c->resolver.zone_inflight;
+	pthread_mutex_init(&p->build_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->build_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	hash_key_random(&p->shard_key);
 	hash_key_random(&p->zone_key);
 	p->threads = calloc(p->nthreads, sizeof(*p->threads));
@@ -571,14 +703,32 @@ static void *thread_main(void *arg)
 
 int resolve_normal_start(struct resolve_normal *p)
 {
-	/* The first stub contexts before any thread runs (and so before any
-	 * listener takes a query); here, not at setup: as the user that will
-	 * resolve, since a stub context reads its files when it is made. */
+	/* The builder starts here, not at setup: as the user that will
+	 * resolve, since a stub context reads its files when it is made. The
+	 * first contexts are taken before any thread runs (and so before any
+	 * listener takes a query) when they are ready soon enough. */
+	int rc = pthread_create(&p->builder, NULL, builder_main, p);
+	if (rc != 0)
+		return -rc;
+	p->builder_started = true;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	uint64_t ns = (uint64_t)until.tv_nsec + NORMAL_BUILD_START_WAIT_NS;
+	until.tv_sec += (time_t)(ns / 1000000000u);
+	until.tv_nsec = (long)(ns % 1000000000u);
+	pthread_mutex_lock(&p->build_lock);
+	while (p->build_rounds == 0 && pthread_cond_timedwait(&p->build_cond, &p->build_lock, &until) == 0)
+		;
+	bool ready = p->build_rounds > 0;
+	pthread_mutex_unlock(&p->build_lock);
+	if (!ready)
+		log_info("normal pool: the stub contexts are still being made; until they are ready, chains into "
+		         "flagged subtrees are followed without ECS");
 	for (unsigned i = 0; i < p->nthreads; i++)
 		stub_refresh(&p->threads[i]);
 	for (unsigned i = 0; i < p->nthreads && !p->colocated; i++) {
 		struct nthread *t = &p->threads[i];
-		int rc = pthread_create(&t->thread, NULL, thread_main, t);
+		rc = pthread_create(&t->thread, NULL, thread_main, t);
 		if (rc != 0)
 			return -rc;
 		t->started = true;
@@ -588,7 +738,18 @@ int resolve_normal_start(struct resolve_normal *p)
 
 void resolve_normal_join(struct resolve_normal *p)
 {
-	if (p == NULL || p->threads == NULL)
+	if (p == NULL)
+		return;
+	if (p->builder_started) {
+		/* a context being made is finished first (libunbound's set-up cannot be cut short) */
+		pthread_mutex_lock(&p->build_lock);
+		p->build_stop = true;
+		pthread_cond_signal(&p->build_cond);
+		pthread_mutex_unlock(&p->build_lock);
+		pthread_join(p->builder, NULL);
+		p->builder_started = false;
+	}
+	if (p->threads == NULL)
 		return;
 	for (unsigned i = 0; i < p->nthreads; i++) {
 		struct nthread *t = &p->threads[i];
@@ -605,8 +766,11 @@ static void thread_free(struct nthread *t)
 	if (t->ctx)
 		ub_ctx_delete(t->ctx);
 	stub_retire(t);
-	for (struct nctx *nc = t->retired; nc; nc = nc->next)
+	nctx_delete(atomic_exchange(&t->stub_next, NULL)); /* made, never taken */
+	for (struct nctx *nc = t->retired; nc; nc = nc->next) {
 		ubctx_free(nc->ctx);
+		nc->ctx = NULL;
+	}
 	if (t->zone_count) {
 		while (!list_empty(&t->pending)) {
 			struct ticket *tk = t->pending.next;
@@ -622,11 +786,8 @@ static void thread_free(struct nthread *t)
 		t->spare = tk->next;
 		free(tk);
 	}
-	while (t->retired) { /* after the tickets: putting one touches its context's refs */
-		struct nctx *nc = t->retired;
-		t->retired = nc->next;
-		free(nc);
-	}
+	nctx_delete(t->retired); /* after the tickets: putting one touches its context's refs */
+	t->retired = NULL;
 	free(t->zone_count);
 	if (t->jobs.efd >= 0) {
 		struct mq_node *m = mq_take_all(&t->jobs);
@@ -654,6 +815,9 @@ void resolve_normal_free(struct resolve_normal *p)
 	if (p->threads)
 		for (unsigned i = 0; i < p->nthreads; i++)
 			thread_free(&p->threads[i]);
+	nctx_delete(p->trash);
 	free(p->threads);
+	pthread_cond_destroy(&p->build_cond);
+	pthread_mutex_destroy(&p->build_lock);
 	free(p);
 }

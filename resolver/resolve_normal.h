@@ -21,8 +21,15 @@ struct uloop;
  * @return NULL on error (logged).
  */
 struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_slot *snaps, int stop_fd, bool colocated);
-/** Make each thread's first stub context (as the calling user), then start the threads (none colocated). @return 0 or -errno. */
+/**
+ * Start the builder thread, which makes every thread's stub contexts (as
+ * the calling user) now and after each change of the flagged subtrees,
+ * wait for its first ones (at most half a second: a huge set is served
+ * without them meanwhile), then start the threads (none colocated).
+ * @return 0 or -errno.
+ */
 int resolve_normal_start(struct resolve_normal *p);
+/** Stops the builder (after the context it is making) and joins every thread. */
 void resolve_normal_join(struct resolve_normal *p);
 /** Joins, then fails every unfinished job (SERVFAIL to its waiters). NULL is a no-op. */
 void resolve_normal_free(struct resolve_normal *p);
