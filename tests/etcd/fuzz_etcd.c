@@ -3,7 +3,12 @@
  * Fuzz target: the etcd client's answer parsers. Input: one byte, then an
  * answer. Byte 0 even: the rest is a range answer (etcd_parse_range). Odd:
  * the rest is a watch stream, fed once whole and once in pieces of
- * (byte 0 >> 1) + 1 bytes: both must see the same messages and end the same.
+ * (byte 0 >> 1) + 1 bytes: both must see the same messages and end the same;
+ * then both again with small limits (values over 64 bytes left out, messages
+ * over 4 KiB too large), so the corpus reaches the string cut, the message
+ * cap and fragments put together. The corpus holds etcd's own answers and
+ * what anyone may put in etcd: keys with NUL bytes, unknown plan keys,
+ * values too large, fragments.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,11 +18,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* What a parser's kvs must be, whatever the input: abort() otherwise (release builds define NDEBUG). */
+/* What a parser's kvs must be, whatever the input: abort() otherwise (release builds define NDEBUG).
+ * A kv is text with a value, or marked bad with no value (only to be named). */
 static void check_kv(const struct etcd_kv *kv)
 {
-	if (kv->key == NULL || kv->value == NULL || strlen(kv->key) != kv->keylen || kv->value[kv->vlen] != '\0' ||
+	if (kv->key == NULL || kv->value == NULL || kv->key[kv->keylen] != '\0' || kv->value[kv->vlen] != '\0' ||
 	    kv->mod_revision < 0 || kv->create_revision < 0)
+		abort();
+	if (kv->bad == NULL ? strlen(kv->key) != kv->keylen : kv->vlen != 0)
 		abort();
 }
 
@@ -48,6 +56,7 @@ static int on_watch(const struct etcd_event *ev, size_t n, int64_t rev, uint64_t
 	for (size_t i = 0; i < n; i++) {
 		check_kv(&ev[i].kv);
 		mix(s, &ev[i].del, sizeof(ev[i].del));
+		mix(s, ev[i].kv.bad ? ev[i].kv.bad : "", ev[i].kv.bad ? strlen(ev[i].kv.bad) : 0);
 		mix(s, ev[i].kv.key, ev[i].kv.keylen);
 		mix(s, ev[i].kv.value, ev[i].kv.vlen);
 		mix(s, &ev[i].kv.mod_revision, sizeof(ev[i].kv.mod_revision));
@@ -55,11 +64,14 @@ static int on_watch(const struct etcd_event *ev, size_t n, int64_t rev, uint64_t
 	return 0;
 }
 
-static int feed(const char *in, size_t len, size_t piece, struct seen *s, int64_t *compacted, bool *created)
+static int feed(const char *in, size_t len, size_t piece, bool small, struct seen *s, int64_t *compacted,
+                bool *created)
 {
 	struct etcd_watch_parser *p = etcd_watch_parser_new(on_watch, s);
 	if (p == NULL)
 		return ETCD_E_NOMEM;
+	if (small)
+		etcd_watch_parser_limits(p, 64, 4096);
 	int rc = 0;
 	for (size_t off = 0; off < len && rc == 0; off += piece)
 		rc = etcd_watch_parser_feed(p, in + off, len - off < piece ? len - off : piece);
@@ -94,14 +106,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		etcd_range_free(&r);
 		return 0;
 	}
-	struct seen whole = { 0xcbf29ce484222325ULL, 0 }, pieces = whole;
-	int64_t c1, c2;
-	bool cr1, cr2;
-	int rc1 = feed(in, len, len ? len : 1, &whole, &c1, &cr1);
-	int rc2 = feed(in, len, (size_t)(data[0] >> 1) + 1, &pieces, &c2, &cr2);
-	if (rc1 == ETCD_E_NOMEM || rc2 == ETCD_E_NOMEM)
-		return 0;
-	if (rc1 != rc2 || c1 != c2 || cr1 != cr2 || whole.calls != pieces.calls || whole.digest != pieces.digest)
-		abort();
+	for (int small = 0; small <= 1; small++) {
+		struct seen whole = { 0xcbf29ce484222325ULL, 0 }, pieces = whole;
+		int64_t c1, c2;
+		bool cr1, cr2;
+		int rc1 = feed(in, len, len ? len : 1, small, &whole, &c1, &cr1);
+		int rc2 = feed(in, len, (size_t)(data[0] >> 1) + 1, small, &pieces, &c2, &cr2);
+		if (rc1 == ETCD_E_NOMEM || rc2 == ETCD_E_NOMEM)
+			continue;
+		if (rc1 != rc2 || c1 != c2 || cr1 != cr2 || whole.calls != pieces.calls || whole.digest != pieces.digest)
+			abort();
+	}
 	return 0;
 }
