@@ -201,8 +201,11 @@ static const struct sitem server_items[] = {
 	  .min = 16, .max = 128, .def = "64" },
 	{ .name = "client_limit_action", .type = ST_ENUM, FLD(CS, conf.server.client_limit_action),
 	  .enums = limit_enums, .def = "slip" },
+	/* the machine's own loopback by default: it cannot be spoofed from
+	 * outside, and a first benchmark from the box itself must not meet
+	 * the limit meant for subscribers */
 	{ .name = "client_exempt", .type = ST_PREFIX,
-	  LST(CS, conf.server.client_exempt, conf.server.nclient_exempt, 0) },
+	  LST(CS, conf.server.client_exempt, conf.server.nclient_exempt, 0), .defs = allow_defs },
 	{ .name = "log", .type = ST_ENUM, FLD(CS, conf.server.log), .enums = log_enums, .def = "stderr" },
 	{ .name = "log_level", .type = ST_ENUM, FLD(CS, conf.server.log_level), .enums = log_level_enums,
 	  .def = "info" },

@@ -2,6 +2,7 @@
 /* One query, top to bottom: parse, ACL, classify, route, cache hit or a wait for a resolution. */
 #include "resolver/query.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +317,28 @@ static int rpz_chain(struct query_ctx *x, const struct wire_query *q, unsigned p
 /* A query over its client's rate: dropped, refused, or (slip) every 2nd
  * over UDP answered with an empty TC=1 reply so a real client whose address
  * is spoofed in a flood can still get through over TCP. */
+/*
+ * A client's first query over server.client_qps in a minute (per listener
+ * thread): one log line, so the operator who sees queries go unanswered
+ * learns why, and what to change. log_limited bounds the lines a flood from
+ * many groups can cause.
+ */
+static void report_over_limit(struct query_ctx *x, const struct classify *who, const struct conf *c)
+{
+	static struct log_limit lim;
+	char a[INET6_ADDRSTRLEN];
+	if (inet_ntop(who->family, who->addr, a, sizeof(a)) == NULL)
+		return;
+	const char *what = c->server.client_limit_action == CONF_LIMIT_REFUSE ? "refused"
+	                   : c->server.client_limit_action == CONF_LIMIT_SLIP ? "dropped, every second one answered TC"
+	                                                                       : "dropped";
+	log_limited(&lim, LOG_LEVEL_WARN,
+	            "client %s (group /%u) is over server.client_qps (%u a second per listener thread): its "
+	            "queries over it are %s; a forwarder, a frontend or a benchmark there belongs in "
+	            "server.client_exempt (reported once a minute per group)",
+	            a, ratelimit_prefix(x->rl, who->family), c->server.client_qps, what);
+}
+
 static int over_limit(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
                       enum conf_limit_action action, uint8_t *out, size_t limit)
 {
@@ -708,9 +731,11 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	classify_lists(x->snap, &who); /* allow, exempt, trusted ECS: one lookup */
 	/* a client over its rate (server.client_qps), unless exempt: before any
 	 * reply, so a spoofed flood of bad or refused queries is limited too */
-	if (!ratelimit_allow(x->rl, who.family, who.addr, clock_coarse_ns()) &&
-	    !classify_exempt(&who)) {
+	enum ratelimit_verdict rv = ratelimit_take(x->rl, who.family, who.addr, clock_coarse_ns());
+	if (rv != RATELIMIT_OK && !classify_exempt(&who)) {
 		counter_inc(&x->ctr->ratelimited);
+		if (rv == RATELIMIT_OVER_NEW)
+			report_over_limit(x, &who, c);
 		return over_limit(x, cl, &q, c->server.client_limit_action, out, limit);
 	}
 	if (rc == WIRE_NOTIFY) /* a primary, not a client: before the clients' allow list */

@@ -14,6 +14,7 @@ struct bucket {
 	uint64_t tag;      /* the group's hash (0 = empty) */
 	uint64_t last_ns;
 	double tokens;
+	uint64_t reported_ns; /* when its last RATELIMIT_OVER_NEW was (0: never) */
 };
 
 struct ratelimit {
@@ -47,10 +48,10 @@ void ratelimit_free(struct ratelimit *rl)
 	free(rl);
 }
 
-bool ratelimit_allow(struct ratelimit *rl, int family, const uint8_t *addr, uint64_t now_ns)
+enum ratelimit_verdict ratelimit_take(struct ratelimit *rl, int family, const uint8_t *addr, uint64_t now_ns)
 {
 	if (rl->slots == NULL)
-		return true;
+		return RATELIMIT_OK;
 	/* the group: the address masked to its prefix, with the family */
 	uint8_t g[17] = { 0 };
 	unsigned bits = family == AF_INET ? rl->prefix4 : rl->prefix6, bytes = family == AF_INET ? 4 : 16;
@@ -64,14 +65,29 @@ bool ratelimit_allow(struct ratelimit *rl, int family, const uint8_t *addr, uint
 		b->tag = tag;
 		b->tokens = rl->qps; /* a new group starts with a second's worth */
 		b->last_ns = now_ns;
+		b->reported_ns = 0;
 	} else if (now_ns > b->last_ns) {
 		b->tokens += (double)(now_ns - b->last_ns) * rl->qps / 1e9;
 		if (b->tokens > rl->qps)
 			b->tokens = rl->qps;
 		b->last_ns = now_ns;
 	}
-	if (b->tokens < 1)
-		return false;
+	if (b->tokens < 1) {
+		if (b->reported_ns != 0 && now_ns - b->reported_ns < RATELIMIT_REPORT_NS)
+			return RATELIMIT_OVER;
+		b->reported_ns = now_ns | 1; /* never 0 */
+		return RATELIMIT_OVER_NEW;
+	}
 	b->tokens -= 1;
-	return true;
+	return RATELIMIT_OK;
+}
+
+bool ratelimit_allow(struct ratelimit *rl, int family, const uint8_t *addr, uint64_t now_ns)
+{
+	return ratelimit_take(rl, family, addr, now_ns) == RATELIMIT_OK;
+}
+
+unsigned ratelimit_prefix(const struct ratelimit *rl, int family)
+{
+	return family == AF_INET ? rl->prefix4 : rl->prefix6;
 }
