@@ -926,7 +926,10 @@ static void test_watch_message_cap(void **state)
 	assert_int_equal(watch_with(&s, 1, &seen, &stop, &compacted, &f), ETCD_E_UNAVAILABLE);
 	long grown = maxrss_kib() - before;
 	assert_string_equal(seen.log, "C1;Ba@2;|");
-	assert_true(grown < 48 * 1024);
+	/* KiB: at most ETCD_VALUE_MAX of it is held before the cut (a sanitizer's quarantine keeps the
+	 * buffer's earlier sizes too), never the whole event, nor the stream */
+	if (grown >= 192 * 1024)
+		fail_msg("grew %ld KiB", grown);
 	free(f);
 	/* the watch asks etcd to fragment its responses */
 }
