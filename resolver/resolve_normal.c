@@ -82,10 +82,12 @@
 #define NORMAL_TICKETS_KEEP 1024u
 /* how often the builder looks for a new set of flagged subtrees (or is woken for contexts to delete) */
 #define NORMAL_BUILD_POLL_NS 50000000ull
-/* how long the start waits for the first stub contexts: a few subtrees are
- * in place before the first query; a huge set is served without them
- * meanwhile rather than delaying the start */
+/* how long the start waits for the first stub contexts of a set of at most
+ * NORMAL_BUILD_START_WAIT_MAX domains: a few subtrees are in place before
+ * the first query; a big set is served without them meanwhile rather than
+ * delaying the start (100,000 take seconds per context) */
 #define NORMAL_BUILD_START_WAIT_NS 500000000ull
+#define NORMAL_BUILD_START_WAIT_MAX 10000u
 
 /*
  * One lookup libunbound works on. ub_cancel only silences the callback:
@@ -711,9 +713,12 @@ int resolve_normal_start(struct resolve_normal *p)
 	if (rc != 0)
 		return -rc;
 	p->builder_started = true;
+	struct snapshot *s = snapshot_get(p->snaps);
+	bool small = s == NULL || domains_count(s->domains) <= NORMAL_BUILD_START_WAIT_MAX;
+	snapshot_release(s);
 	struct timespec until;
 	clock_gettime(CLOCK_MONOTONIC, &until);
-	uint64_t ns = (uint64_t)until.tv_nsec + NORMAL_BUILD_START_WAIT_NS;
+	uint64_t ns = (uint64_t)until.tv_nsec + (small ? NORMAL_BUILD_START_WAIT_NS : 0);
 	until.tv_sec += (time_t)(ns / 1000000000u);
 	until.tv_nsec = (long)(ns % 1000000000u);
 	pthread_mutex_lock(&p->build_lock);

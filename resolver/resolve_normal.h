@@ -24,8 +24,9 @@ struct resolve_normal *resolve_normal_new(const struct conf *c, struct snapshot_
 /**
  * Start the builder thread, which makes every thread's stub contexts (as
  * the calling user) now and after each change of the flagged subtrees,
- * wait for its first ones (at most half a second: a huge set is served
- * without them meanwhile), then start the threads (none colocated).
+ * wait for its first ones (at most half a second, and only for a set of
+ * up to 10,000 domains: a big one is served without them meanwhile), then
+ * start the threads (none colocated).
  * @return 0 or -errno.
  */
 int resolve_normal_start(struct resolve_normal *p);
