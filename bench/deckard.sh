@@ -30,7 +30,12 @@
 #     else the scenario's IPv6 addresses stay tentative and cannot be bound;
 #   - `lief` (used only to refuse binaries linked with jemalloc) is not
 #     packaged in Debian 12: a stub that reports no libraries.
-# and one for libfaketime 0.9.10: the servers run without FAKETIME_SHARED
+# and two for libfaketime 0.9.10. Python 3.11's time.sleep() fails under it
+# with EINVAL (libfaketime issue 426), and Deckard sleeps between its tries to
+# bind a scenario's server addresses: one refused bind (EADDRNOTAVAIL, a new
+# address not usable yet) failed the whole run. A sitecustomize.py in the
+# copy (on PYTHONPATH) sleeps with select() instead, which works. And the
+# servers run without FAKETIME_SHARED
 # (DECKARD_WRAPPER). With it, a process whose libraries read the clock in
 # their constructors (partdns links GnuTLS through libcurl) initialises
 # libfaketime twice, and the second time takes its start from the shared
@@ -123,6 +128,19 @@ net.write_text(t.replace(old, new))
     "def parse(path):\n"
     "    return _Binary()\n")
 EOF
+cat > "$D/sitecustomize.py" <<'SITE'
+# bench/deckard.sh: time.sleep() through select(), which libfaketime 0.9.10
+# lets through (its clock_nanosleep fails with EINVAL under Python 3.11).
+import select
+import time
+
+
+def _sleep(seconds):
+    select.select([], [], [], max(0.0, seconds))
+
+
+time.sleep = _sleep
+SITE
 sed -e "s|@PARTDNS@|$PARTDNS_BIN|" "$SRC/bench/deckard/partdns.yaml" > "$D/configs/partdns.yaml"
 sed -e "s|harden-referral-path: \"yes\"|harden-referral-path: \"$HRP\"|" "$SRC/bench/deckard/partdns.j2" > "$D/template/partdns.j2"
 sed -i -e "s|^  binary: unbound$|  binary: $UNBOUND_BIN|" "$D/configs/unbound.yaml"
@@ -138,7 +156,7 @@ run() {
 	for mark in monotonic "not monotonic"; do
 		local excl="" tag=mono
 		[ "$mark" = monotonic ] || { excl=--exclude-monotonic; tag=nonmono; }
-		(cd "$D" && DECKARD_WRAPPER="env -u FAKETIME_SHARED" faketime -m $excl "" "$PY" -m pytest -c deckard_pytest.ini -q -p no:cacheprovider \
+		(cd "$D" && PYTHONPATH=$D DECKARD_WRAPPER="env -u FAKETIME_SHARED" faketime -m $excl "" "$PY" -m pytest -c deckard_pytest.ini -q -p no:cacheprovider \
 			--tb=line -n "$JOBS" --forked --config "configs/$name.yaml" --scenarios "$TESTS" \
 			-m "$mark" --junitxml="$TMP/$name-$tag.xml" > "$TMP/$name-$tag.log" 2>&1)
 		local rc=$?
