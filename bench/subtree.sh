@@ -28,6 +28,8 @@
 #
 # Knobs: SUBTREE_N [100000]  SUBTREE_ROUNDS [3]  SUBTREE_WAIT [60]
 #        SUBTREE_THREADS [2]
+#        SUBTREE_EXACT [0; 1: the rounds add exact flags, which change the
+#          domain set but not the subtrees: what the set's reload alone costs]
 set -u -o pipefail
 
 BENCH_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +39,7 @@ N=${SUBTREE_N:-100000}
 ROUNDS=${SUBTREE_ROUNDS:-3}
 WAIT=${SUBTREE_WAIT:-60}
 THREADS=${SUBTREE_THREADS:-2}
+EXACT=${SUBTREE_EXACT:-0}
 
 bmsg() { printf '[bench] %s\n' "$*" >&2; }
 bdie() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -109,19 +112,25 @@ for ((r = 1; r <= ROUNDS; r++)); do
   probe=$!
   sleep 1
   t0=$(date +%s%N)
-  "$PARTDNSCTL_BIN" -c "$PD_CONF" domain add "r$r.example" --subtree >/dev/null || bdie "domain add failed"
-  ready=$(wait_ready $((N + r)) "$t0")
+  if [ "$EXACT" = 1 ]; then
+    "$PARTDNSCTL_BIN" -c "$PD_CONF" domain add "r$r.example" >/dev/null || bdie "domain add failed"
+    sleep 3 # no new stub contexts to wait for: the store poll and the set's reload
+    ready="(exact)"
+  else
+    "$PARTDNSCTL_BIN" -c "$PD_CONF" domain add "r$r.example" --subtree >/dev/null || bdie "domain add failed"
+    ready=$(wait_ready $((N + r)) "$t0")
+  fi
   sleep 1 # the ticks take the new contexts; the old ones are deleted
   kill -TERM "$probe"
   wait "$probe"
   read -r _ sent _ answered _ gap < "$IT_TMP/gap.txt"
   bmsg "round $r: $(cat "$IT_TMP/gap.txt"); stub contexts ready after $ready ms"
-  rows+=("| $r | domain add r$r.example --subtree | $gap | $answered / $sent | $ready |")
+  rows+=("| $r | domain add r$r.example$([ "$EXACT" = 1 ] || echo " --subtree") | $gap | $answered / $sent | $ready |")
 done
 partdns_alive || bdie "partdns died"
 partdns_stop 60
 
-echo "- command: \`bench/subtree.sh ${1:-build}\` (SUBTREE_N=$N SUBTREE_ROUNDS=$ROUNDS SUBTREE_THREADS=$THREADS)"
+echo "- command: \`bench/subtree.sh ${1:-build}\` (SUBTREE_N=$N SUBTREE_ROUNDS=$ROUNDS SUBTREE_THREADS=$THREADS SUBTREE_EXACT=$EXACT)"
 echo "- machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1); load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 echo "- partdns $("$PARTDNS_BIN" -V 2>/dev/null | head -n 1), server.threads $THREADS (colocated)"
 echo
