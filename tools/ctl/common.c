@@ -2,6 +2,7 @@
 /* partdnsctl plumbing: messages, usage, option parsing, loading the config. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +58,107 @@ static const char usage_text[] =
 	"  -c, --config FILE   config file (else $PARTDNS_CONF, else " CONF_DEFAULT_PATH ")\n"
 	"  -s, --store DIR     store directory (default: server.store of the config)\n"
 	"  -h, --help          this text\n"
-	"      --version       print the version\n"
+	"  -V, --version       print the version\n"
 	"\n"
 	"Exit status: 0 ok, 1 error, 2 usage error.\n";
 
+static const char *usage_command; /* the command given (ctl_usage_for), or NULL */
+
+void ctl_usage_for(const char *command)
+{
+	usage_command = command;
+}
+
+/* Is line (up to its '\n') one of command's: "  COMMAND ..." in the list? */
+static bool usage_line_is(const char *line, const char *command)
+{
+	size_t n = strlen(command);
+	return line[0] == ' ' && line[1] == ' ' && strncmp(line + 2, command, n) == 0 &&
+	       (line[2 + n] == ' ' || line[2 + n] == '\n');
+}
+
+/* Does an entry of the command given mention option opt ("--create")? */
+static bool usage_command_uses(const char *opt)
+{
+	bool in = false;
+	for (const char *line = usage_text; *line != '\0';) {
+		const char *end = strchr(line, '\n');
+		size_t len = end != NULL ? (size_t)(end - line) + 1 : strlen(line);
+		if (line[0] == ' ' && line[1] == ' ' && line[2] >= 'a' && line[2] <= 'z')
+			in = usage_line_is(line, usage_command);
+		else if (strncmp(line, "    ", 4) != 0)
+			in = false;
+		if (in) {
+			const char *hit = memmem(line, len, opt, strlen(opt));
+			if (hit != NULL && (hit[strlen(opt)] == ' ' || hit[strlen(opt)] == ']' || hit[strlen(opt)] == '\n'))
+				return true;
+		}
+		line += len;
+	}
+	return false;
+}
+
+/*
+ * The usage of the command given, or the whole text: a command's lines are
+ * the list's lines that start with its name and the indented lines under
+ * them, then the options every command takes. One text, so the two never
+ * disagree.
+ */
 void ctl_usage(FILE *out)
 {
-	fputs(usage_text, out);
+	if (usage_command == NULL) {
+		fputs(usage_text, out);
+		return;
+	}
+	bool any = false, in = false, in_notes = false;
+	for (const char *line = usage_text; *line != '\0';) {
+		const char *end = strchr(line, '\n');
+		size_t len = end != NULL ? (size_t)(end - line) + 1 : strlen(line);
+		bool entry = line[0] == ' ' && line[1] == ' ' && line[2] >= 'a' && line[2] <= 'z';
+		bool more = strncmp(line, "    ", 4) == 0; /* a continuation of the entry above */
+		if (entry)
+			in = usage_line_is(line, usage_command);
+		else if (!more)
+			in = false;
+		if (in) {
+			if (!any)
+				fputs("usage: partdnsctl [-c FILE] [-s DIR] COMMAND ...\n\n", out);
+			fwrite(line, 1, len, out);
+			any = true;
+		}
+		line += len;
+	}
+	if (!any) {
+		fputs(usage_text, out);
+		return;
+	}
+	/* the notes on options ("  --create ...") that the lines above use */
+	for (const char *note = strstr(usage_text, "\n  --"); note != NULL; note = strstr(note + 1, "\n  --")) {
+		const char *name = note + 3, *end = strchr(note + 1, '\n');
+		size_t nlen = strcspn(name, " \n");
+		char opt[32];
+		if (nlen >= sizeof(opt) || end == NULL)
+			continue;
+		memcpy(opt, name, nlen);
+		opt[nlen] = '\0';
+		if (usage_command_uses(opt)) {
+			fputs(in_notes ? "" : "\n", out);
+			in_notes = true;
+			/* the note and its indented continuation lines */
+			const char *stop = end + 1;
+			while (strncmp(stop, "      ", 6) == 0 && strchr(stop, '\n') != NULL)
+				stop = strchr(stop, '\n') + 1;
+			fwrite(note + 1, 1, (size_t)(stop - note - 1), out);
+		}
+	}
+	fputs("\n"
+	      "  -c, --config FILE   config file (else $PARTDNS_CONF, else " CONF_DEFAULT_PATH ")\n"
+	      "  -s, --store DIR     store directory (default: server.store of the config)\n"
+	      "  -h, --help          this text (partdnsctl --help: every command)\n"
+	      "  -V, --version       print the version\n"
+	      "\n"
+	      "Exit status: 0 ok, 1 error, 2 usage error.\n",
+	      out);
 }
 
 void ctl_error(const char *fmt, ...)
@@ -83,18 +178,26 @@ int ctl_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputs("\n\n", stderr);
-	ctl_usage(stderr);
+	fputs("\n", stderr);
+	if (usage_command == NULL) /* before a command: a pointer, not the 45 lines */
+		fputs("usage: partdnsctl [-c FILE] [-s DIR] COMMAND ...\n"
+		      "Try 'partdnsctl --help' for the commands.\n",
+		      stderr);
+	else {
+		fputc('\n', stderr);
+		ctl_usage(stderr);
+	}
 	return CTL_USAGE;
 }
 
 /* Options every subcommand accepts (so -c may also follow the command). */
-#define COMMON_SHORT "c:s:h"
-#define COMMON_LONG_COUNT 3
+#define COMMON_SHORT "c:s:hV"
+#define COMMON_LONG_COUNT 4
 static const struct option common_long[COMMON_LONG_COUNT] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "store", required_argument, NULL, 's' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
 };
 
 int ctl_getopt(struct ctl *c, int argc, char **argv, const char *shortopts,
@@ -125,6 +228,9 @@ int ctl_getopt(struct ctl *c, int argc, char **argv, const char *shortopts,
 			break;
 		case 'h':
 			ctl_usage(stdout);
+			return CTL_OK;
+		case 'V':
+			printf("partdnsctl %s\n", PARTDNS_VERSION);
 			return CTL_OK;
 		case ':':
 			return ctl_usage_error("%s: option '%s' needs an argument", argv[0],

@@ -81,6 +81,8 @@ int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /** Print the usage text. */
 void ctl_usage(FILE *out);
+/** From now on ctl_usage and usage errors show only COMMAND's lines (NULL: all). */
+void ctl_usage_for(const char *command);
 
 /**
  * Parse the options common to every subcommand (-c FILE, -s DIR, -h) and the

@@ -65,25 +65,38 @@ int main(int argc, char **argv)
 			return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
-		return ctl_usage_error("no command given");
+	if (optind >= argc) {
+		ctl_error("no command given");
+		fputs("usage: partdnsctl [-c FILE] [-s DIR] COMMAND ...\n"
+		      "Try 'partdnsctl --help' for the commands.\n",
+		      stderr);
+		return CTL_USAGE;
+	}
 	const char *name = argv[optind];
 	if (strcmp(name, "help") == 0) {
 		ctl_usage(stdout);
 		return CTL_OK;
 	}
-	/* COMMAND [SUB] --help / -h: the usage, as for partdnsctl --help */
-	for (int i = optind + 1; i < argc; i++)
+	const struct command *cmd = commands;
+	while (cmd->name != NULL && strcmp(cmd->name, name) != 0)
+		cmd++;
+	if (cmd->name == NULL)
+		return ctl_usage_error("unknown command '%s'", name);
+	/* from here on, help and usage errors show this command's lines only */
+	ctl_usage_for(name);
+	/* COMMAND [SUB] --help / -h, --version / -V: before the command's own
+	 * parsing, which may need a config or a daemon */
+	for (int i = optind + 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			ctl_usage(stdout);
 			return CTL_OK;
 		}
-	int rc = -1;
-	for (const struct command *cmd = commands; cmd->name != NULL; cmd++)
-		if (strcmp(cmd->name, name) == 0)
-			rc = cmd->run(&c, argc - optind, argv + optind);
-	if (rc == -1)
-		rc = ctl_usage_error("unknown command '%s'", name);
+		if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+			printf("partdnsctl %s\n", PARTDNS_VERSION);
+			return CTL_OK;
+		}
+	}
+	int rc = cmd->run(&c, argc - optind, argv + optind);
 	if (c.conf != NULL)
 		conf_free(c.conf);
 	/* Output that did not reach its destination is a failure (e.g. a full disk). */
