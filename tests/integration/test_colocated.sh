@@ -49,7 +49,9 @@ sleep 0.3
 t1=$(date +%s%N)
 assert_eq "colocated: a hit while a lookup waits on a silent server" "203.0.113.10" "$(dig_a 127.0.1.10 www.customer.example)"
 hit_ms=$((($(date +%s%N) - t1) / 1000000))
-assert_lt "... answered at once (took $hit_ms ms)" 1000 "$hit_ms"
+# well under the 4 s the silent lookup waits (dig's own start is in the figure,
+# and a loaded CI box runs other tests at once)
+assert_lt "... answered before the lookup's deadline (took $hit_ms ms)" 2500 "$hit_ms"
 wait "$dead"
 ms=$((($(date +%s%N) - t0) / 1000000))
 assert_eq "colocated: the silent server's name fails: SERVFAIL" SERVFAIL "$(cat "$IT_TMP/dead.rcode")"
