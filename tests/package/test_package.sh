@@ -181,10 +181,14 @@ EOF
   run_daemon() {
     local how=$1 runner=() i ready="" got rc=0
     [ "$how" = root ] || runner=("${as_unit[@]}")
+    # systemd makes the RuntimeDirectory at start and removes it at stop; so
+    # do we, and after a start as root too, where the daemon makes it itself
+    # for its control socket
+    for d in $(unit_get RuntimeDirectory); do
+      [ -e "/run/$d" ] || runtime_dirs+=("/run/$d")
+    done
     if [ "$how" = unit ]; then
       for d in $(unit_get RuntimeDirectory); do
-        # systemd makes it at start and removes it at stop; so do we
-        [ -e "/run/$d" ] || runtime_dirs+=("/run/$d")
         install -d -m "$(unit_get RuntimeDirectoryMode | grep . || echo 0755)" \
           -o "${unit_user:-root}" -g "$unit_group" "/run/$d"
       done
