@@ -55,6 +55,15 @@ static const char *rr_problem(const struct conf_local_zone *z, const ldns_rdf *o
 	const ldns_rdf *owner = ldns_rr_owner(rr);
 	if (ldns_rdf_size(owner) > 255) /* ldns joins a relative name to the origin without checking */
 		return "the owner name is longer than 255 bytes";
+	/* the same join in the data (a CNAME's target, an MX's exchange): no
+	 * reply could carry such a name, so every query for it would fail */
+	for (size_t i = 0; i < ldns_rr_rd_count(rr); i++) {
+		const ldns_rdf *d = ldns_rr_rdf(rr, i);
+		if (ldns_rdf_get_type(d) == LDNS_RDF_TYPE_DNAME && ldns_rdf_size(d) > 255)
+			return ldns_rr_get_type(rr) == LDNS_RR_TYPE_CNAME
+			               ? "the CNAME target is longer than 255 bytes (a relative name is joined to the zone's name)"
+			               : "a name in the data is longer than 255 bytes (a relative name is joined to the zone's name)";
+	}
 	if (ldns_rr_get_class(rr) != LDNS_RR_CLASS_IN)
 		return "only class IN is served";
 	if (ldns_dname_compare(owner, origin) != 0 && !ldns_dname_is_subdomain(owner, origin))
