@@ -237,6 +237,13 @@ static void check_edns(struct loader *L, const struct ynode *root)
 {
 	const struct conf *c = &L->st.conf;
 	check_outgoing(L, root, "edns", c->edns.outgoing, c->edns.noutgoing);
+	if (c->edns.ntier > CONF_TIER_MAX) {
+		const struct ynode *tier = get2(root, "edns", "tier");
+		conf_key_set(L, "edns.tier[%d]", CONF_TIER_MAX);
+		conf_error(L, tier != NULL && tier->type == YNODE_SEQ && tier->n > CONF_TIER_MAX ? tier->u.kids[CONF_TIER_MAX] : tier,
+		           true, "%zu nodes; a tier has at most %d (split the partitions over several tiers)", c->edns.ntier,
+		           CONF_TIER_MAX);
+	}
 	if (c->edns.policy == CONF_POLICY_FORWARD && c->edns.nforward == 0) {
 		conf_key_set(L, "edns.policy");
 		conf_warning(L, get2(root, "edns", "policy"), true,

@@ -2,6 +2,9 @@
 /* The YAML configuration: load, validate, and the resulting immutable object. */
 #pragma once
 
+/* edns.tier: the most nodes one frontend spreads the partitions over */
+#define CONF_TIER_MAX 16
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -191,7 +194,7 @@ struct conf {
 		struct prefix *trusted_ecs;
 		size_t noutgoing;       /* source addresses of the EDNS pool's sockets and libunbound */
 		struct conf_addr *outgoing; /* contexts; none = any; a family without one is not used */
-		size_t ntier;           /* EDNS-tier nodes: flagged misses go to the partition's owner */
+		size_t ntier;           /* EDNS-tier nodes (at most CONF_TIER_MAX): flagged misses go to the partition's owner */
 		struct conf_addr *tier; /* (rendezvous hashing by partition name); none = resolve here */
 	} edns;
 

@@ -10,7 +10,7 @@
 
 #include "conf/conf.h"
 
-#define TIER_MAX_NODES 16   /* edns.tier entries used; more are logged and left out */
+#define TIER_MAX_NODES CONF_TIER_MAX /* edns.tier entries (the config refuses more) */
 #define TIER_PROBE_MS 250   /* one probe per node this often */
 #define TIER_DOWN_AFTER 2   /* consecutive unanswered probes that mark a node down */
 
