@@ -198,6 +198,12 @@ static void write_global(FILE *out, const struct stats_view *v)
 	       "Flagged misses failed at once because their zone was over edns.zone_qps (by a listener, before the "
 	       "hand-over, while the EDNS thread says the zone is over its rate).",
 	       v->pool[STATS_POOL_EDNS][C_zone_limited]);
+	single(out, "partdns_edns_zone_limited_early_total", "counter",
+	       "Of partdns_edns_zone_limited_total, those a listener failed before the hand-over.",
+	       v->pool[STATS_POOL_EDNS][C_zone_limited_early]);
+	single(out, "partdns_normal_started_here_total", "counter",
+	       "Normal-pool lookups started by the listener that read the query, in its own loop (colocated).",
+	       v->pool[STATS_POOL_NORMAL][C_started_here]);
 	single(out, "partdns_stub_retries_total", "counter",
 	       "Normal-pool lookups that failed in the stub context (flagged --subtree names as empty zones) and "
 	       "were asked again in the plain one: zones whose nameservers live under a flagged subtree.",
@@ -242,6 +248,13 @@ static void write_global(FILE *out, const struct stats_view *v)
 		       "Records of the shared store that did not decode and were left out.", v->fleet.bad_records);
 	}
 
+	single(out, "partdns_local_answers_total", "counter",
+	       "Queries answered from local data (local_zones).", l[C_local_answers]);
+	single(out, "partdns_notifies_total", "counter",
+	       "NOTIFY messages received (for the policy zones' primaries).", l[C_notifies]);
+	single(out, "partdns_tcp_paused_total", "counter",
+	       "Times a TCP connection stopped being read because its replies waited unread (server.tcp_out_max).",
+	       l[C_tcp_paused]);
 	family(out, "partdns_tcp_refused_total", "counter",
 	       "TCP connections closed at accept: over server.tcp_max_per_client, or the thread full with none idle.");
 	fprintf(out, "partdns_tcp_refused_total{reason=\"per_client\"} %" PRIu64 "\n", l[C_tcp_refused_client]);
