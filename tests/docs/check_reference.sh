@@ -98,7 +98,7 @@ done
 while IFS= read -r term; do
 	k=${term#\`}; k=${k%\`}
 	grep -qxF -- "$k" <<<"$keys" || err "docs/man/partdns.yaml.5.md documents $k, which conf/schema.c does not have"
-done < <(grep -E '^`[a-z_0-9]+\.[][a-z_0-9.]+`$' "$ref")
+done < <(grep -E '^`[a-z_0-9]+(\[\])?\.[][a-z_0-9.]+`$' "$ref")  # rpz[].x, local_zones[].x too
 
 # README.md and docs/ are the project's own: nothing points outside the repository.
 hits=$(grep -rnI -e '\.\./shared' -e 'DESIGN\.md' "$src/README.md" "$src/docs" 2>/dev/null)
