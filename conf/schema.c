@@ -166,7 +166,7 @@ static const struct sitem server_items[] = {
 	  LST(CS, conf.server.listen, conf.server.nlisten, SF_NONEMPTY),
 	  .min = 53, .defs = listen_defs },
 	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.server.threads),
-	  .min = 0, .max = 256, .def = "2" },
+	  .min = 0, .max = 256, .def = "0" }, /* one per core, as resolver.threads: colocated */
 	{ .name = "allow", .type = ST_PREFIX, LST(CS, conf.server.allow, conf.server.nallow, 0),
 	  .defs = allow_defs },
 	{ .name = "control", .type = ST_PATH, FLD(CS, conf.server.control),
