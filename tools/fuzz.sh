@@ -29,8 +29,16 @@ while read -r bin corpus; do
   work=$(mktemp -d)
   cp -r "$corpus"/. "$work"/
   echo "fuzzing $(basename "$bin") for $SECONDS_EACH s (corpus $corpus)"
-  "$bin" -max_total_time="$SECONDS_EACH" -print_final_stats=0 "$work" 2>&1 | tail -2
-  rm -rf "$work"
+  log=$work.log
+  if ! "$bin" -max_total_time="$SECONDS_EACH" -print_final_stats=0 "$work" > "$log" 2>&1; then
+    # the whole report: the sanitizer's stack, the input written and its base64
+    grep -v -e '^#[0-9]*[[:space:]]*\(NEW\|REDUCE\|pulse\)' "$log" | tail -n 80
+    rm -rf "$work" "$log"
+    echo "fuzz target $(basename "$bin") failed; the input is in $(pwd)" >&2
+    exit 1
+  fi
+  tail -n 1 "$log"
+  rm -rf "$work" "$log"
   n=$((n + 1))
 done < "$BUILD/fuzz-targets.txt"
 [ "$n" -gt 0 ] || { echo "no fuzz target matched '$FILTER'" >&2; exit 1; }
