@@ -314,9 +314,6 @@ static int rpz_chain(struct query_ctx *x, const struct wire_query *q, unsigned p
 	return len;
 }
 
-/* A query over its client's rate: dropped, refused, or (slip) every 2nd
- * over UDP answered with an empty TC=1 reply so a real client whose address
- * is spoofed in a flood can still get through over TCP. */
 /*
  * A client's first query over server.client_qps in a minute (per listener
  * thread): one log line, so the operator who sees queries go unanswered
@@ -339,6 +336,9 @@ static void report_over_limit(struct query_ctx *x, const struct classify *who, c
 	            a, ratelimit_prefix(x->rl, who->family), c->server.client_qps, what);
 }
 
+/* A query over its client's rate: dropped, refused, or (slip) every 2nd
+ * over UDP answered with an empty TC=1 reply so a real client whose address
+ * is spoofed in a flood can still get through over TCP. */
 static int over_limit(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
                       enum conf_limit_action action, uint8_t *out, size_t limit)
 {

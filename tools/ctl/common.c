@@ -77,24 +77,41 @@ static bool usage_line_is(const char *line, const char *command)
 	       (line[2 + n] == ' ' || line[2 + n] == '\n');
 }
 
-/* Does an entry of the command given mention option opt ("--create")? */
-static bool usage_command_uses(const char *opt)
+/*
+ * The command given's entries of the list: the lines that start with its
+ * name and the indented lines under them, copied to buf (NUL-terminated;
+ * the usage text bounds them). @return their length, 0 for none.
+ */
+static size_t usage_entries(char *buf, size_t cap)
 {
+	size_t n = 0;
 	bool in = false;
 	for (const char *line = usage_text; *line != '\0';) {
 		const char *end = strchr(line, '\n');
 		size_t len = end != NULL ? (size_t)(end - line) + 1 : strlen(line);
-		if (line[0] == ' ' && line[1] == ' ' && line[2] >= 'a' && line[2] <= 'z')
+		bool entry = line[0] == ' ' && line[1] == ' ' && line[2] >= 'a' && line[2] <= 'z';
+		bool more = strncmp(line, "    ", 4) == 0; /* a continuation of the entry above */
+		if (entry)
 			in = usage_line_is(line, usage_command);
-		else if (strncmp(line, "    ", 4) != 0)
+		else if (!more)
 			in = false;
-		if (in) {
-			const char *hit = memmem(line, len, opt, strlen(opt));
-			if (hit != NULL && (hit[strlen(opt)] == ' ' || hit[strlen(opt)] == ']' || hit[strlen(opt)] == '\n'))
-				return true;
+		if (in && n + len < cap) {
+			memcpy(buf + n, line, len);
+			n += len;
 		}
 		line += len;
 	}
+	buf[n] = '\0';
+	return n;
+}
+
+/* Do the entries mention option opt ("--create") as a word? */
+static bool usage_entries_use(const char *entries, const char *opt)
+{
+	size_t olen = strlen(opt);
+	for (const char *hit = strstr(entries, opt); hit != NULL; hit = strstr(hit + 1, opt))
+		if (hit[olen] == ' ' || hit[olen] == ']' || hit[olen] == '\n')
+			return true;
 	return false;
 }
 
@@ -110,29 +127,15 @@ void ctl_usage(FILE *out)
 		fputs(usage_text, out);
 		return;
 	}
-	bool any = false, in = false, in_notes = false;
-	for (const char *line = usage_text; *line != '\0';) {
-		const char *end = strchr(line, '\n');
-		size_t len = end != NULL ? (size_t)(end - line) + 1 : strlen(line);
-		bool entry = line[0] == ' ' && line[1] == ' ' && line[2] >= 'a' && line[2] <= 'z';
-		bool more = strncmp(line, "    ", 4) == 0; /* a continuation of the entry above */
-		if (entry)
-			in = usage_line_is(line, usage_command);
-		else if (!more)
-			in = false;
-		if (in) {
-			if (!any)
-				fputs("usage: partdnsctl [-c FILE] [-s DIR] COMMAND ...\n\n", out);
-			fwrite(line, 1, len, out);
-			any = true;
-		}
-		line += len;
-	}
-	if (!any) {
+	char entries[sizeof(usage_text)];
+	if (usage_entries(entries, sizeof(entries)) == 0) {
 		fputs(usage_text, out);
 		return;
 	}
+	fputs("usage: partdnsctl [-c FILE] [-s DIR] COMMAND ...\n\n", out);
+	fputs(entries, out);
 	/* the notes on options ("  --create ...") that the lines above use */
+	bool in_notes = false;
 	for (const char *note = strstr(usage_text, "\n  --"); note != NULL; note = strstr(note + 1, "\n  --")) {
 		const char *name = note + 3, *end = strchr(note + 1, '\n');
 		size_t nlen = strcspn(name, " \n");
@@ -141,7 +144,7 @@ void ctl_usage(FILE *out)
 			continue;
 		memcpy(opt, name, nlen);
 		opt[nlen] = '\0';
-		if (usage_command_uses(opt)) {
+		if (usage_entries_use(entries, opt)) {
 			fputs(in_notes ? "" : "\n", out);
 			in_notes = true;
 			/* the note and its indented continuation lines */
