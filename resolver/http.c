@@ -42,6 +42,7 @@
 
 #include <microhttpd.h>
 
+#include "resolver/clock.h"
 #include "resolver/log.h"
 
 /* Bounds against hostile clients: a scraper or a CDN's fetcher needs one connection at a time. */
@@ -82,9 +83,7 @@ struct http_server {
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(clock_ns() / 1000000u);
 }
 
 /* Shut conn down: libmicrohttpd reads its end and closes it (and frees its slot) on its next turn. */
