@@ -284,6 +284,16 @@ harness_cleanup() {
   exit "$rc"
 }
 
+# it_pid_running PID: PID exists and is not a zombie (a zombie child still
+# answers kill -0).  Reads /proc without a fork: tests poll this in loops,
+# and a ps per poll was a measurable share of the suite's CPU.
+it_pid_running() {
+  local st
+  { st=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+  st=${st##*) }   # after "PID (COMM) ": COMM may hold spaces and parentheses
+  [ "${st%% *}" != Z ]
+}
+
 # it_wait_exit PID SECONDS: wait up to SECONDS for PID to exit, SIGKILL it
 # after that.  Sets IT_STOP_STATUS to the exit status as `wait` reports it
 # (137 = killed).  Must run in the shell that started PID (not in $(...)):
@@ -292,7 +302,7 @@ it_wait_exit() {
   local pid=$1 limit=$2 i
   for ((i = 0; i < limit * 20; i++)); do
     # a zombie child still answers kill -0; `wait` below reaps it
-    { kill -0 "$pid" && [ "$(ps -o stat= -p "$pid" | cut -c1)" != Z ]; } 2>/dev/null || break
+    it_pid_running "$pid" || break
     sleep 0.05
   done
   if [ "$i" -ge $((limit * 20)) ]; then kill -KILL "$pid" 2>/dev/null; fi
@@ -932,8 +942,7 @@ pd_threads_block_signals() {
 }
 
 partdns_alive() {
-  [ -n "$PD_PID" ] && kill -0 "$PD_PID" 2>/dev/null &&
-    [ "$(ps -o stat= -p "$PD_PID" 2>/dev/null | cut -c1)" != Z ]
+  [ -n "$PD_PID" ] && it_pid_running "$PD_PID"
 }
 
 # pd_dig CLIENT ARGS...: dig at partdns from source address CLIENT (an IPv6
