@@ -6,14 +6,14 @@
 # build the libFuzzer targets and give each a short run (tools/fuzz.sh runs
 # them for longer).
 # Usage: tools/test.sh [--quick] (quick: first build and its tests only)
-# Tests run in parallel, twice as many as cores: most integration tests wait
+# Tests run in parallel, three times as many as cores: most integration tests wait
 # on servers and timers, not on a CPU (tests/integration/CMakeLists.txt keeps
 # the flooding ones apart). PARTDNS_TEST_JOBS overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
 JOBS=$(nproc)
-TEST_JOBS=${PARTDNS_TEST_JOBS:-$((JOBS * 2))}
+TEST_JOBS=${PARTDNS_TEST_JOBS:-$((JOBS * 3))}
 
 tools/deps.sh
 

@@ -233,10 +233,11 @@ static void test_large(void **state)
 	assert_int_equal(ldns_rr_new_frm_str(&r, SOA(2), 60, NULL, NULL), LDNS_STATUS_OK);
 	ldns_rr_list_push_rr(l, r);
 	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* CPU time, not wall: a loaded machine stretches the wall clock, not the work */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
 	assert_int_equal(rpz_ixfr_message(x, l), RPZ_IXFR_DONE);
 	assert_int_equal(apply(x, base, &out), 0);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
 	size_t lines = 0;
 	for (const char *p = out; *p; p++)
 		lines += *p == '\n';
@@ -245,8 +246,10 @@ static void test_large(void **state)
 	assert_non_null(strstr(out, "r1.example." Z));
 	assert_non_null(strstr(out, "n19999.example." Z));
 	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("# 200k-record copy, 40k-record difference: %.2f s\n", s);
-	assert_true(s < 20); /* generous for sanitizer builds; O(n*m) would be 4e9 comparisons */
+	printf("# 200k-record copy, 40k-record difference: %.2f s of CPU\n", s);
+	/* about 1 s in a release build, 10-15 s under ASan; O(n*m) would be 4e9
+	 * comparisons, minutes in either */
+	assert_true(s < 60);
 	ldns_rr_list_deep_free(l);
 	free(base);
 	free(out);

@@ -13,6 +13,7 @@ foreach(part store rest)
   set_tests_properties(test_ctl_${part} PROPERTIES LABELS tools
     ENVIRONMENT "PARTDNS_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}")
   partdns_test_timeout(test_ctl_${part} 240)
+  set_tests_properties(test_ctl_${part} PROPERTIES COST 50) # start early: see tests/integration
 endforeach()
 partdns_fuzz_target(ctl_import ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_ctl_import.c
   ${CMAKE_CURRENT_SOURCE_DIR}/corpus_ctl_import partdns_ctl)
