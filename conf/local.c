@@ -4,7 +4,7 @@
  * (data lines and zone file) parsed with ldns in zone-file syntax and
  * checked at load, so a typo is a config error with its position, never a
  * surprise at query time. The result is wire form (conf.h), read by
- * resolver/local.c without ldns.
+ * resolver/view/local.c without ldns.
  */
 #include "conf/local.h"
 

@@ -171,12 +171,12 @@ static const struct sitem server_items[] = {
 	  .defs = allow_defs },
 	{ .name = "control", .type = ST_PATH, FLD(CS, conf.server.control),
 	  .def = "/run/partdns/control.sock" },
-	/* checked against the system's users at start and by partdns -t (resolver/privs.c) */
+	/* checked against the system's users at start and by partdns -t (resolver/base/privs.c) */
 	{ .name = "user", .type = ST_STR, FLD(CS, conf.server.user), .def = "" },
 	{ .name = "control_group", .type = ST_STR, FLD(CS, conf.server.control_group), .def = "" },
 	/* no default port: a metrics port is the operator's choice, not a convention */
 	{ .name = "metrics", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.metrics) },
-	/* the plan's publication for CDNs (resolver/publish.c); off unless named */
+	/* the plan's publication for CDNs (resolver/ops/publish.c); off unless named */
 	{ .name = "http", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.http) },
 	{ .name = "http_allow", .type = ST_PREFIX, LST(CS, conf.server.http_allow, conf.server.nhttp_allow, 0) },
 	{ .name = "store", .type = ST_PATH, FLD(CS, conf.server.store),

@@ -6,12 +6,12 @@
 #include <string.h>
 
 #include "conf/conf.h"
-#include "conf/store.h"
+#include "store/store.h"
 #include "mapping/export.h"
-#include "resolver/log.h"
-#include "resolver/daemon.h"
-#include "resolver/privs.h"
-#include "resolver/ubctx.h"
+#include "resolver/base/log.h"
+#include "resolver/ops/daemon.h"
+#include "resolver/base/privs.h"
+#include "resolver/base/ubctx.h"
 
 /* PARTDNS_VERSION: the CMake project VERSION (resolver/CMakeLists.txt), as partdnsctl's */
 

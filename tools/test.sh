@@ -17,7 +17,7 @@ TEST_JOBS=${PARTDNS_TEST_JOBS:-$((JOBS * 3))}
 
 tools/deps.sh
 
-step() { printf '\n=== %s ===\n' "$*"; }
+step() { printf '\n=== %s (at %d s) ===\n' "$*" "$SECONDS"; }
 
 step "build (gcc, -Werror)"
 cmake -S "$SRC" -B build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=ON >/dev/null
@@ -49,4 +49,4 @@ export LSAN_OPTIONS=suppressions=$SRC/tests/lsan.supp
 
 step "fuzz targets (clang, libFuzzer, short runs)"
 PARTDNS_FUZZ_SECONDS=${PARTDNS_FUZZ_SECONDS:-5} tools/fuzz.sh build-fuzz
-echo "all tests passed"
+echo "all tests passed in $SECONDS s"

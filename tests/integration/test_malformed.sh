@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Malformed queries (tests/resolver/malformed/) over UDP and TCP: the documented reaction, and the daemon survives.
+# Malformed queries (tests/wire/malformed/) over UDP and TCP: the documented reaction, and the daemon survives.
 . "$(dirname "$0")/lib.sh"
 harness_init malformed
-CORPUS=$PARTDNS_SRC/tests/resolver/malformed
+CORPUS=$PARTDNS_SRC/tests/wire/malformed
 [ -r "$CORPUS/README.txt" ] || { fail "no malformed corpus at $CORPUS"; it_done; }
 harness_start_all
 pd_require_bins

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "resolver/cache.h"
+#include "resolver/cache/cache.h"
 
 /*
  * Usage: bench_cache [threads] [seconds] [nshards] [reps]

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "resolver/log.h"
-#include "resolver/rpz_ixfr.h"
+#include "resolver/base/log.h"
+#include "resolver/xfr/rpz_ixfr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

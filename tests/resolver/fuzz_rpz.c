@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "resolver/log.h"
-#include "resolver/rpz.h"
+#include "resolver/base/log.h"
+#include "resolver/view/rpz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

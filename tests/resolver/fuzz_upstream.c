@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolver/edns_iter.h"
-#include "resolver/route.h"
-#include "resolver/wire.h"
+#include "resolver/pool/edns_iter.h"
+#include "resolver/view/route.h"
+#include "wire/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

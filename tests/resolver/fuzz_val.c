@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target `val`: signed-looking answers through the DNSSEC
- * validator (resolver/val.c). Input: one byte of lookup verdicts (bits 0-1
+ * validator (resolver/pool/val.c). Input: one byte of lookup verdicts (bits 0-1
  * the DNSKEY lookups', bits 2-3 the SOA lookups'), two bytes of length and
  * that many bytes of "DNSKEY answer" (handed to every secure DNSKEY need),
  * then the answer; qname and qtype are the answer's question. Seeds: the
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolver/val.h"
+#include "resolver/pool/val.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "resolver/cache.h"
+#include "resolver/cache/cache.h"
 
 #define KiB ((size_t)1024)
 

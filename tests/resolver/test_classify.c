@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Unit tests of resolver/classify.c and the snapshot's address lists: the one-lookup verdicts equal a scan of each list. */
+/* Unit tests of resolver/view/classify.c and the snapshot's address lists: the one-lookup verdicts equal a scan of each list. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 
 #include "partition/partition.h"
-#include "resolver/classify.h"
-#include "resolver/domains.h"
-#include "resolver/snapshot.h"
+#include "resolver/view/classify.h"
+#include "resolver/view/domains.h"
+#include "resolver/view/snapshot.h"
 
 /* splitmix64 */
 static uint64_t rnd(uint64_t *s)

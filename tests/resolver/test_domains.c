@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolver/domains.h"
-#include "resolver/wire.h"
+#include "resolver/view/domains.h"
+#include "wire/wire.h"
 #include "tests/fixtures/domains_store.h"
 
 static const struct fixture_domain flagged[] = {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* resolver/resolve_edns.c fair shares: one city or one flagged rule cannot take the whole EDNS pool. */
+/* resolver/pool/resolve_edns.c fair shares: one city or one flagged rule cannot take the whole EDNS pool. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,8 +13,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "resolver/inflight.h"
-#include "resolver/resolve_edns.h"
+#include "resolver/cache/inflight.h"
+#include "resolver/pool/resolve_edns.h"
 
 static const char config[] =
 	"server: { listen: [ \"127.0.0.1@5353\" ] }\n"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* resolver/edns_iter.c with canned packets: zone cuts, nameservers and glue, and what each upstream answer means. */
+/* resolver/pool/edns_iter.c with canned packets: zone cuts, nameservers and glue, and what each upstream answer means. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolver/edns_iter.h"
+#include "resolver/pool/edns_iter.h"
 #include "tests/fixtures/messages.h"
 
 /* Messages built with ldns (an independent encoder): records as zone-file text. */

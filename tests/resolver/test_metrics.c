@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
-#include "resolver/metrics.h"
-#include "resolver/metrics_http.h"
+#include "resolver/ops/metrics.h"
+#include "resolver/ops/metrics_http.h"
 
 static void test_escape(void **state)
 {

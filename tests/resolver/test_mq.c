@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "resolver/mq.h"
+#include "resolver/base/mq.h"
 
 struct msg {
 	struct mq_node node;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* resolver/query.c branch by branch, without sockets: drop, refuse, hit, miss, coalesce, EDNS routing, chains. */
+/* resolver/serve/query.c branch by branch, without sockets: drop, refuse, hit, miss, coalesce, EDNS routing, chains. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "partition/partition.h"
-#include "resolver/clock.h"
-#include "resolver/query.h"
+#include "resolver/base/clock.h"
+#include "resolver/serve/query.h"
 #include "tests/fixtures/domains_store.h"
 #include "tests/fixtures/messages.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* resolver/ratelimit.c: token buckets per client group, bursts, refill, grouping by prefix. */
+/* resolver/base/ratelimit.c: token buckets per client group, bursts, refill, grouping by prefix. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
-#include "resolver/ratelimit.h"
+#include "resolver/base/ratelimit.h"
 
 #define SEC 1000000000ull
 

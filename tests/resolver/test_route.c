@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* resolver/route.c: CNAME chains from normal names into EDNS domains, the cache value format. */
+/* resolver/view/route.c: CNAME chains from normal names into EDNS domains, the cache value format. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolver/route.h"
-#include "resolver/wire.h"
+#include "resolver/view/route.h"
+#include "wire/wire.h"
 #include "tests/fixtures/domains_store.h"
 #include "tests/fixtures/messages.h"
 

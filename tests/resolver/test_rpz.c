@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "resolver/log.h"
-#include "resolver/rpz.h"
+#include "resolver/base/log.h"
+#include "resolver/view/rpz.h"
 
 /* The triggers one record at owner (relative to rpz.test.) makes: 1, or 0 when it is skipped. */
 static long triggers(const char *owner)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * resolver/rpz_ixfr.c: transfer replies (RFC 1995) given as records, applied
+ * resolver/xfr/rpz_ixfr.c: transfer replies (RFC 1995) given as records, applied
  * to copies given as zone-file text: up to date, incremental (several
  * differences, split across messages, TTL changes, case), a whole zone,
  * and each way a reply or its application is refused; a large copy with a
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "resolver/rpz_ixfr.h"
+#include "resolver/xfr/rpz_ixfr.h"
 
 static FILE *devnull; /* where a whole zone goes when the test does not read it */
 

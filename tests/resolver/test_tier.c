@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* resolver/tier.c: who owns a partition on the EDNS tier (rendezvous hashing) and when a node is down. */
+/* resolver/pool/tier.c: who owns a partition on the EDNS tier (rendezvous hashing) and when a node is down. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "resolver/tier.h"
+#include "resolver/pool/tier.h"
 
 /* partdns-gen's 13 cities (tools/gen), the names a province's plan uses */
 static const char *const cities[] = { "nanjing",  "suzhou",   "wuxi",     "changzhou",   "xuzhou",

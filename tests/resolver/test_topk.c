@@ -12,8 +12,8 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
-#include "resolver/standby.h"
-#include "resolver/topk.h"
+#include "resolver/view/standby.h"
+#include "resolver/pool/topk.h"
 
 static void add4(struct topk *t, const char *ip, unsigned n)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * resolver/tsig.c against ldns's TSIG: our signed queries verify with
+ * resolver/xfr/tsig.c against ldns's TSIG: our signed queries verify with
  * ldns_pkt_tsig_verify (hmac-md5, -sha1, -sha256, -sha512); replies signed
  * by ldns_pkt_tsig_sign_next, message by message, verify with ours; a
  * wrong MAC, another key, an unsigned first message, a clock too far off,
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "resolver/tsig.h"
+#include "resolver/xfr/tsig.h"
 
 #define SECRET "c2VjcmV0LWtleS1mb3ItdGhlLXRzaWctdW5pdC10ZXN0cyE="
 #define OTHER "b3RoZXIta2V5LWZvci10aGUtdHNpZy11bml0LXRlc3RzISE="

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* resolver/ubctx.c: what a pool's libunbound contexts are told (its share of the limits, the cache's TTL bounds). */
+/* resolver/base/ubctx.c: what a pool's libunbound contexts are told (its share of the limits, the cache's TTL bounds). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unbound.h>
 
-#include "resolver/ubctx.h"
-#include "resolver/uloop.h"
+#include "resolver/base/ubctx.h"
+#include "resolver/base/uloop.h"
 
 static const char config[] =
 	"server: { listen: [ \"127.0.0.1@5353\" ] }\n"

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "resolver/clock.h"
-#include "resolver/uloop.h"
+#include "resolver/base/clock.h"
+#include "resolver/base/uloop.h"
 
 struct rec {
 	int calls;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * resolver/val.c with answers signed here by ldns (keys made per run):
+ * resolver/pool/val.c with answers signed here by ldns (keys made per run):
  * secure, forged, expired, unsigned in a signed or an unsigned zone, keys
  * bogus or unknown, NXDOMAIN and NODATA proofs, wildcard expansions.
  */
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "resolver/val.h"
+#include "resolver/pool/val.h"
 
 static ldns_key_list *keys; /* one ECDSA P-256 key for example. */
 /* signatures valid from 2020-09 to 2033-05: fuzz_val checks them at a fixed time inside */

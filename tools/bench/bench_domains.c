@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_domains: memory and lookup speed of the EDNS-domain set
- * (resolver/domains.c), printed as markdown.
+ * (resolver/view/domains.c), printed as markdown.
  *
  * Makes a temporary LMDB store of N synthetic domains (a third --subtree,
  * one in 101 policy forward without targets, one in 997 with one of three
@@ -28,9 +28,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "conf/store.h"
-#include "resolver/domains.h"
-#include "resolver/wire.h"
+#include "store/store.h"
+#include "resolver/view/domains.h"
+#include "wire/wire.h"
 
 static const char *const tlds[] = { "com", "net", "org", "cn", "com.cn", "net.cn", "io", "tv" };
 

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "resolver/wire.h"
+#include "wire/wire.h"
 
 static uint64_t now_ns(void)
 {

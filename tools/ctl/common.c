@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "conf/store_etcd.h"
+#include "store/store_etcd.h"
 #include "tools/ctl/ctl.h"
 
 static const char usage_text[] =

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "conf/conf.h"
-#include "conf/store.h"
+#include "store/store.h"
 
 /* Exit codes. */
 enum {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "conf/store_etcd.h"
+#include "store/store_etcd.h"
 #include "tools/ctl/ctl.h"
 #include "util/json.h"
 #include "util/vec.h"
