@@ -20,7 +20,7 @@ struct control;
  */
 typedef int (*control_fn)(void *arg, int argc, char **argv, FILE *out, FILE *err);
 
-/* Levels of the log callback; the numbers are those of resolver/log.h's enum log_level. */
+/* Levels of the log callback; the numbers are those of resolver/base/log.h's enum log_level. */
 enum {
 	CONTROL_LOG_ERR = 0,
 	CONTROL_LOG_WARN = 1,
