@@ -18,93 +18,7 @@
 #include "resolver/xfr/rpz_xfr.h"
 #include "resolver/view/route.h"
 #include "resolver/pool/topk.h"
-
-static void count_rcode(struct query_ctx *x, int rcode)
-{
-	struct counters *c = x->ctr;
-	int slot = -1;
-	switch (rcode) {
-	case WIRE_RCODE_NOERROR: counter_inc(&c->noerror); slot = PRC_NOERROR; break;
-	case WIRE_RCODE_NXDOMAIN: counter_inc(&c->nxdomain); slot = PRC_NXDOMAIN; break;
-	case WIRE_RCODE_SERVFAIL: counter_inc(&c->servfail); slot = PRC_SERVFAIL; break;
-	case WIRE_RCODE_REFUSED: counter_inc(&c->refused); slot = PRC_REFUSED; break;
-	case WIRE_RCODE_FORMERR: counter_inc(&c->formerr); slot = PRC_FORMERR; break;
-	case WIRE_RCODE_NOTIMP: counter_inc(&c->notimp); slot = PRC_NOTIMP; break;
-	case WIRE_RCODE_BADVERS: counter_inc(&c->badvers); slot = PRC_BADVERS; break;
-	default: break;
-	}
-	if (slot >= 0 && x->reply_part >= 0)
-		counter_inc(&x->pctr[x->reply_part].rcode[slot]);
-}
-
-/* Count a reply written from a cache blob by its header: rcode and TC. */
-static void count_reply(struct query_ctx *x, const uint8_t *out)
-{
-	uint16_t fl = (uint16_t)((out[2] << 8) | out[3]);
-	if (fl & WIRE_FLAG_TC)
-		counter_inc(&x->ctr->truncated);
-	count_rcode(x, fl & WIRE_FLAG_RCODE);
-}
-
-/* An error reply (counted). @return its length, 0 when it cannot be written. */
-static int reply_error(struct query_ctx *x, const struct wire_query *q, int rcode, const struct ecs *echo,
-                       const struct wire_ede *ede, uint8_t *out, size_t limit)
-{
-	count_rcode(x, rcode);
-	int n = wire_write_error(q, rcode, echo, ede, out, limit);
-	return n > 0 ? n : 0;
-}
-
-/*
- * A query dropped on purpose (policy, rate, garbage): counted, and noted
- * for the exit's check (settle). Every path that sends nothing goes
- * through here. @return 0, what the query path returns for a drop.
- */
-static int drop(struct query_ctx *x)
-{
-	counter_inc(&x->ctr->dropped);
-	x->dropped = true;
-	return 0;
-}
-
-/* The SERVFAIL of an answer partdns decided but cannot write (local data, a policy). */
-static const struct wire_ede unanswerable_ede = { WIRE_EDE_INVALID_DATA, "local data or policy cannot be answered" };
-
-/*
- * An answer partdns made itself (local data, a policy: msg, taken) written
- * to out as a reply to q, through a blob like a cached answer, so DO, TC,
- * the client's case and ECS echo follow the same rules. @return its length,
- * or -1: it cannot be written (out of memory, or data no reply can carry:
- * a CNAME loop, a name longer than 255 bytes, more than 64 KiB).
- */
-static int made_write(struct query_ctx *x, const struct wire_query *q, uint8_t *msg, size_t len,
-                      const struct ecs *echo, bool count, uint8_t *out, size_t limit)
-{
-	uint8_t *blob;
-	size_t blen;
-	uint32_t ttl;
-	int rc = wire_answer_prepare(msg, len, NULL, &blob, &blen, &ttl);
-	free(msg);
-	if (rc != 0)
-		return -1;
-	int n = wire_answer_write(q, NULL, blob, blen, 0, echo, out, limit);
-	if (count && n > 0)
-		count_rcode(x, wire_blob_rcode(blob, blen));
-	free(blob);
-	return n > 0 ? n : -1;
-}
-
-/*
- * made_write, and when that fails, SERVFAIL: local data or a policy
- * decided the query, so resolving it instead would leak past the decision,
- * and sending nothing would leave the client waiting. @return the length.
- */
-static int made_reply(struct query_ctx *x, const struct wire_query *q, uint8_t *msg, size_t len,
-                      const struct ecs *echo, uint8_t *out, size_t limit)
-{
-	int n = made_write(x, q, msg, len, echo, true, out, limit);
-	return n > 0 ? n : reply_error(x, q, WIRE_RCODE_SERVFAIL, echo, &unanswerable_ede, out, limit);
-}
+#include "resolver/serve/reply.h"
 
 /* Local data (local_zones) decides for q: an answer or REFUSED (@return its length), or nothing (-1: go on). */
 static int local_reply(struct query_ctx *x, const struct wire_query *q, const struct classify *who, uint8_t *out,
@@ -127,7 +41,7 @@ static int local_reply(struct query_ctx *x, const struct wire_query *q, const st
 		echo.scope = echo.source; /* the answer is the city's */
 	}
 	counter_inc(&x->ctr->local_answers);
-	return made_reply(x, q, msg, len, who->echo ? &echo : NULL, out, limit);
+	return reply_made(x, q, msg, len, who->echo ? &echo : NULL, out, limit);
 }
 
 static int decide_target(struct query_ctx *x, const struct query_client *cl, const struct wire_query *q,
@@ -156,7 +70,7 @@ static int rewrite_finish(struct query_ctx *x, struct waiter_rewrite *rw, const 
 		 * rewrite still here: nobody waits for the target (a waiter
 		 * would have taken it), so the client is answered now */
 		free(rw);
-		return n == 0 ? 0 : reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
+		return n == 0 ? 0 : reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, &reply_unanswerable_ede, out, limit);
 	}
 	uint8_t *spliced;
 	size_t slen;
@@ -171,8 +85,8 @@ static int rewrite_finish(struct query_ctx *x, struct waiter_rewrite *rw, const 
 		slen = rw->msg_len;
 	}
 	free(rw);
-	int len = made_write(x, &q, spliced, slen, NULL, false, out, limit); /* counted as the target's reply */
-	return len > 0 ? len : reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
+	int len = reply_made_write(x, &q, spliced, slen, NULL, false, out, limit); /* counted as the target's reply */
+	return len > 0 ? len : reply_error(x, &q, WIRE_RCODE_SERVFAIL, NULL, &reply_unanswerable_ede, out, limit);
 }
 
 /* Follow the rewrite msg (taken) for q: @return the reply's length, 0, or -1 (waiting). */
@@ -189,10 +103,10 @@ static int rewrite_follow(struct query_ctx *x, const struct query_client *cl, co
 		free(tmp);
 		free(rw);
 		if (t == 0) /* nothing to follow */
-			return made_reply(x, q, msg, len, NULL, out, limit);
+			return reply_made(x, q, msg, len, NULL, out, limit);
 		/* a loop (a CNAME to the name itself), or a target no reply can carry */
 		free(msg);
-		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
+		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &reply_unanswerable_ede, out, limit);
 	}
 	wire_name_lower(tq.qname, tq.qname_len, tq.qname_lc);
 	memcpy(rw->qname, q->qname, q->qname_len);
@@ -230,9 +144,9 @@ static int rpz_reply(struct query_ctx *x, const struct query_client *cl, const s
 	case RPZ_PASS:
 		return -1;
 	case RPZ_DROP:
-		return drop(x);
+		return reply_drop(x);
 	case RPZ_FAIL:
-		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
+		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &reply_unanswerable_ede, out, limit);
 	case RPZ_CNAME:
 		if (x->rewrite == NULL) { /* one hop: a rewrite of the target is answered as it stands */
 			int n = rewrite_follow(x, cl, q, who, msg, len, out, limit);
@@ -243,7 +157,7 @@ static int rpz_reply(struct query_ctx *x, const struct query_client *cl, const s
 	case RPZ_ANSWER:
 		break;
 	}
-	return made_reply(x, q, msg, len, NULL, out, limit);
+	return reply_made(x, q, msg, len, NULL, out, limit);
 }
 
 /*
@@ -303,12 +217,12 @@ static int rpz_chain(struct query_ctx *x, const struct wire_query *q, unsigned p
 				*clean = rpz_clean(x->snap->rpz, t, tl);
 			continue;
 		case RPZ_DROP:
-			return drop(x);
+			return reply_drop(x);
 		case RPZ_FAIL:
-			return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &unanswerable_ede, out, limit);
+			return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, &reply_unanswerable_ede, out, limit);
 		case RPZ_CNAME:
 		case RPZ_ANSWER:
-			return made_reply(x, q, msg, mlen, NULL, out, limit);
+			return reply_made(x, q, msg, mlen, NULL, out, limit);
 		}
 	}
 	return len;
@@ -347,37 +261,71 @@ static int over_limit(struct query_ctx *x, const struct query_client *cl, const 
 	if (action == CONF_LIMIT_SLIP && (++x->slip & 1) == 0) {
 		int n = wire_write_error(q, WIRE_RCODE_NOERROR, NULL, NULL, out, limit);
 		if (n <= 0)
-			return drop(x);
+			return reply_drop(x);
 		out[2] |= WIRE_FLAG_TC >> 8;
 		counter_inc(&x->ctr->truncated);
 		return n;
 	}
-	return drop(x);
+	return reply_drop(x);
 }
 
 /* ---- cache hits ---- */
 
-struct hit_ctx {
+/* What a cache lookup is asked: set once per query (or per chain step). */
+struct hit_in {
 	const struct wire_query *q;
 	const struct ecs *echo;
 	uint8_t *out;
 	size_t cap;
 	uint32_t now;
-	int len;
+	uint32_t policy;        /* the rpz generation (0: no policy); an entry marked with it was found clean */
 	bool partitioned;       /* the client has a partition but the name is normal */
-	bool refresh;           /* out: the entry is due for a prefetch (cache_hit.refresh, claimed) */
-	bool stale;             /* out: the reply was written from an answer held stale (RFC 8767) */
-	bool chain;             /* out: the chain enters an EDNS domain; see target/prefix */
-	uint32_t policy;        /* the rpz generation (0: no policy) an entry marked with... */
-	bool policy_checked;    /* out: ...was found clean by: no policy check needed */
 	bool chain_only;        /* take a chain out (partitioned), write nothing */
-	bool incomplete;        /* out: an incomplete chain (ROUTE_VALUE_INCOMPLETE) for an unpartitioned client */
-	uint32_t expiry;        /* out: the entry's (cache_mark, chain hints) */
+};
+
+/* What a lookup found. hit_reset clears it before each lookup. */
+struct hit_out {
+	int len;                /* the reply written to in.out; 0: none */
+	bool refresh;           /* the entry is due for a prefetch (cache_hit.refresh, claimed) */
+	bool stale;             /* the reply was written from an answer held stale (RFC 8767) */
+	bool chain;             /* the chain enters an EDNS domain; see target/prefix */
+	bool policy_checked;    /* the entry was marked clean under in.policy: no policy check needed */
+	bool incomplete;        /* an incomplete chain (ROUTE_VALUE_INCOMPLETE) for an unpartitioned client */
+	uint32_t expiry;        /* the entry's (cache_mark, chain hints) */
 	uint8_t target[WIRE_MAX_NAME];
 	size_t target_len;
-	uint8_t *prefix;        /* out: malloc'd copy */
+	uint8_t *prefix;        /* malloc'd copy; hit_reset frees it, a caller that keeps it sets it NULL */
 	size_t prefix_len;
 };
+
+struct hit_ctx {
+	struct hit_in in;
+	struct hit_out out;
+};
+
+/* Whether the next lookup reads the same entry as the last one: its claim on a refresh then stands. */
+enum hit_key { HIT_NEW_KEY, HIT_SAME_KEY };
+
+/*
+ * Clear what the last lookup found (o->prefix: NULL or its copy, freed
+ * here). A refresh is claimed once per entry (cache_hit.refresh), so a
+ * second lookup of the same entry keeps the first one's claim.
+ */
+static inline void hit_reset(struct hit_out *o, enum hit_key key)
+{
+	free(o->prefix);
+	o->prefix = NULL;
+	o->prefix_len = 0;
+	o->len = 0;
+	if (key == HIT_NEW_KEY)
+		o->refresh = false;
+	o->stale = false;
+	o->chain = false;
+	o->policy_checked = false;
+	o->incomplete = false;
+	o->expiry = 0;
+	o->target_len = 0; /* not the buffer: zeroing 255 bytes per query is what the fields avoid */
+}
 
 /* RFC 8914 EDE 3 on every answer served stale. */
 static const struct wire_ede stale_ede = { WIRE_EDE_STALE_ANSWER, NULL };
@@ -386,44 +334,46 @@ static const struct wire_ede stale_ede = { WIRE_EDE_STALE_ANSWER, NULL };
 static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hit, void *arg)
 {
 	struct hit_ctx *h = arg;
+	const struct hit_in *in = &h->in;
+	struct hit_out *o = &h->out;
 	struct route_value v;
 	if (route_value_parse(val, vlen, &v) != 0)
 		return -EINVAL;
-	if (h->chain_only && !v.chain)
+	if (in->chain_only && !v.chain)
 		return 0;
-	h->expiry = hit->expiry;
-	if (h->policy != 0)
-		h->policy_checked = hit->mark == h->policy;
+	o->expiry = hit->expiry;
+	if (in->policy != 0)
+		o->policy_checked = hit->mark == in->policy;
 	if (v.failure) { /* a remembered failure (RFC 9520) */
-		h->len = wire_write_error(h->q, v.rcode, h->echo, &v.ede, h->out, h->cap);
+		o->len = wire_write_error(in->q, v.rcode, in->echo, &v.ede, in->out, in->cap);
 		return 0;
 	}
-	if (v.incomplete && !h->partitioned) {
+	if (v.incomplete && !in->partitioned) {
 		/* the normal pool stopped at the flagged subtree: no answer for this client */
-		h->incomplete = true;
+		o->incomplete = true;
 		return 0;
 	}
-	h->refresh |= hit->refresh;
-	if (v.chain && h->partitioned) {
+	o->refresh |= hit->refresh;
+	if (v.chain && in->partitioned) {
 		/* a partitioned client continues through the EDNS pool */
-		h->prefix = malloc(v.prefix_len);
-		if (h->prefix == NULL)
+		o->prefix = malloc(v.prefix_len);
+		if (o->prefix == NULL)
 			return -ENOMEM;
-		memcpy(h->prefix, v.prefix, v.prefix_len);
-		h->prefix_len = v.prefix_len;
-		memcpy(h->target, v.target, v.target_len);
-		h->target_len = v.target_len;
-		h->chain = true;
+		memcpy(o->prefix, v.prefix, v.prefix_len);
+		o->prefix_len = v.prefix_len;
+		memcpy(o->target, v.target, v.target_len);
+		o->target_len = v.target_len;
+		o->chain = true;
 		return 0;
 	}
 	if (hit->stale) { /* held after a failed resolution: no upstream until the hold ends */
-		h->stale = true;
-		h->len = wire_answer_write_stale(h->q, v.blob, v.blob_len, INFLIGHT_STALE_TTL, h->echo, &stale_ede,
-		                                 h->out, h->cap);
+		o->stale = true;
+		o->len = wire_answer_write_stale(in->q, v.blob, v.blob_len, INFLIGHT_STALE_TTL, in->echo, &stale_ede,
+		                                 in->out, in->cap);
 		return 0;
 	}
-	uint32_t age = h->now > hit->stored_at ? h->now - hit->stored_at : 0;
-	h->len = wire_answer_write(h->q, NULL, v.blob, v.blob_len, age, h->echo, h->out, h->cap);
+	uint32_t age = in->now > hit->stored_at ? in->now - hit->stored_at : 0;
+	o->len = wire_answer_write(in->q, NULL, v.blob, v.blob_len, age, in->echo, in->out, in->cap);
 	return 0;
 }
 
@@ -436,20 +386,22 @@ static int hit_write(const uint8_t *val, size_t vlen, const struct cache_hit *hi
  */
 static int write_hit(struct query_ctx *x, const struct route *rt, const struct hit_ctx *h)
 {
+	const struct hit_in *in = &h->in;
+	const struct hit_out *o = &h->out;
 	counter_inc(&x->ctr->hits);
 	counter_inc(&x->pctr[rt->part].hits);
-	if (h->stale)
+	if (o->stale)
 		counter_inc(&x->ctr->stale);
-	if (x->snap->rpz != NULL && !h->policy_checked) {
+	if (x->snap->rpz != NULL && !o->policy_checked) {
 		bool clean;
-		int n = rpz_chain(x, h->q, rt->part, h->out, h->len, h->cap, &clean);
-		if (n != h->len)
+		int n = rpz_chain(x, in->q, rt->part, in->out, o->len, in->cap, &clean);
+		if (n != o->len)
 			return n; /* a policy's answer (counted) or a drop */
-		if (clean && !h->stale && h->policy != 0 && rpz_clean(x->snap->rpz, h->q->qname_lc, h->q->qname_len))
-			cache_mark(x->cache, rt->key, rt->klen, h->now, h->expiry, h->policy);
+		if (clean && !o->stale && in->policy != 0 && rpz_clean(x->snap->rpz, in->q->qname_lc, in->q->qname_len))
+			cache_mark(x->cache, rt->key, rt->klen, in->now, o->expiry, in->policy);
 	}
-	count_reply(x, h->out);
-	return h->len;
+	reply_count(x, in->out);
+	return o->len;
 }
 
 /* ---- misses ---- */
@@ -634,12 +586,12 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
 		return start_miss(x, cl, q, rt, NULL, 0, prefix, 0, out, limit);
 	}
 	route_key_set(rt, q, rt->part);
-	struct hit_ctx h = { .q = q, .echo = rt->echo ? &rt->echo_ecs : NULL, .out = out, .cap = limit,
-	                     .now = clock_sec(), .policy = rpz_generation(x->snap->rpz) };
-	if (cache_lookup(x->cache, rt->key, rt->klen, h.now, hit_write, &h) >= 0 && h.len > 0) {
-		if (!h.stale) /* the next hit of this name from a city goes to the city's entry at once */
-			chainhint_set(x->hints, rt->qhash, h.expiry);
-		if (h.refresh) /* the city's entry, refreshed from the target like the miss that made it */
+	struct hit_ctx h = { .in = { .q = q, .echo = rt->echo ? &rt->echo_ecs : NULL, .out = out, .cap = limit,
+	                             .now = clock_sec(), .policy = rpz_generation(x->snap->rpz) } };
+	if (cache_lookup(x->cache, rt->key, rt->klen, h.in.now, hit_write, &h) >= 0 && h.out.len > 0) {
+		if (!h.out.stale) /* the next hit of this name from a city goes to the city's entry at once */
+			chainhint_set(x->hints, rt->qhash, h.out.expiry);
+		if (h.out.refresh) /* the city's entry, refreshed from the target like the miss that made it */
 			prefetch(x, q, rt, target, target_len, prefix, prefix_len);
 		else
 			free(prefix);
@@ -656,20 +608,20 @@ static int continue_chain(struct query_ctx *x, const struct query_client *cl, co
  */
 static void hinted_refresh(struct query_ctx *x, const struct wire_query *q, struct route *rt, uint32_t now)
 {
-	struct hit_ctx h = { .q = q, .now = now, .partitioned = true, .chain_only = true };
+	struct hit_ctx h = { .in = { .q = q, .now = now, .partitioned = true, .chain_only = true } };
 	struct route common = *rt;
 	common.rule = NULL;
 	route_key_set_partition(common.key, PARTITION_COMMON);
 	if (cache_lookup(x->cache, common.key, common.klen, now, hit_write, &h) < 0)
 		return;
-	if (h.refresh)
+	if (h.out.refresh)
 		prefetch(x, q, &common, NULL, 0, NULL, 0);
-	rt->rule = h.chain ? domains_match(x->snap->domains, h.target, h.target_len) : NULL;
+	rt->rule = h.out.chain ? domains_match(x->snap->domains, h.out.target, h.out.target_len) : NULL;
 	if (rt->rule == NULL) { /* no chain any more, or its target unflagged: the next miss tells */
-		free(h.prefix);
+		free(h.out.prefix);
 		return;
 	}
-	prefetch(x, q, rt, h.target, h.target_len, h.prefix, h.prefix_len);
+	prefetch(x, q, rt, h.out.target, h.out.target_len, h.out.prefix, h.out.prefix_len);
 }
 
 /*
@@ -708,7 +660,7 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	counter_inc(cl->tcp ? &x->ctr->tcp : &x->ctr->udp);
 	int rc = wire_parse_query(pkt, len, &q);
 	if (rc == WIRE_E_DROP)
-		return drop(x);
+		return reply_drop(x);
 	int error_rcode = -1;
 	if (rc == WIRE_E_FORMERR)
 		error_rcode = WIRE_RCODE_FORMERR;
@@ -727,7 +679,7 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	/* ACL and what a resolver does not serve */
 	struct classify who;
 	if (!classify_addr(cl->peer, &who.family, &who.addr))
-		return drop(x);
+		return reply_drop(x);
 	classify_lists(x->snap, &who); /* allow, exempt, trusted ECS: one lookup */
 	/* a client over its rate (server.client_qps), unless exempt: before any
 	 * reply, so a spoofed flood of bad or refused queries is limited too */
@@ -752,7 +704,7 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	/* ANY: one synthesized RRset, never a resolution (RFC 8482) */
 	if (q.qtype == WIRE_TYPE_ANY) {
 		int n = wire_write_any(&q, NULL, out, limit);
-		count_rcode(x, WIRE_RCODE_NOERROR);
+		reply_count_rcode(x, WIRE_RCODE_NOERROR);
 		return n > 0 ? n : 0;
 	}
 
@@ -810,68 +762,57 @@ static inline __attribute__((always_inline)) int decide(struct query_ctx *x, con
 
 	/* cache */
 	struct hit_ctx h; /* set field by field: an initializer would zero the target buffer on every query */
-	h.q = q;
-	h.echo = rt.echo ? &rt.echo_ecs : NULL;
-	h.out = out;
-	h.cap = limit;
-	h.now = now;
-	h.len = 0;
-	h.partitioned = rt.part != PARTITION_COMMON && rt.rule == NULL;
-	h.refresh = false;
-	h.stale = false;
-	h.chain = false;
-	h.policy = x->snap->rpz != NULL ? rpz_generation(x->snap->rpz) : 0;
-	h.policy_checked = false;
-	h.chain_only = false;
-	h.incomplete = false;
-	h.target_len = 0;
-	h.prefix = NULL;
-	h.prefix_len = 0;
-	int found = cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
-	if (hinted && (found < 0 || h.len <= 0)) {
+	h.in.q = q;
+	h.in.echo = rt.echo ? &rt.echo_ecs : NULL;
+	h.in.out = out;
+	h.in.cap = limit;
+	h.in.now = now;
+	h.in.policy = x->snap->rpz != NULL ? rpz_generation(x->snap->rpz) : 0;
+	h.in.partitioned = rt.part != PARTITION_COMMON && rt.rule == NULL;
+	h.in.chain_only = false;
+	h.out.prefix = NULL;
+	hit_reset(&h.out, HIT_NEW_KEY);
+	int found = cache_lookup(x->cache, rt.key, rt.klen, now, hit_write, &h);
+	if (hinted && (found < 0 || h.out.len <= 0)) {
 		/* the city's entry is gone (or the hint was another name's): the common entry */
 		hinted = false;
 		route_key_set_partition(rt.key, PARTITION_COMMON);
 		if (rt.echo)
 			rt.echo_ecs.scope = 0;
-		h.len = 0;
-		h.refresh = false;
-		h.stale = false;
-		h.policy_checked = false;
-		found = cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
+		hit_reset(&h.out, HIT_NEW_KEY);
+		found = cache_lookup(x->cache, rt.key, rt.klen, now, hit_write, &h);
 	}
 
 	/* response policy for the name, before anything found is used; not
 	 * when the entry found was checked under this policy already (but
 	 * the client's address, when client-IP triggers exist) */
-	if (x->snap->rpz != NULL && (!h.policy_checked || rpz_client_ip(x->snap->rpz))) {
+	if (x->snap->rpz != NULL && (!h.out.policy_checked || rpz_client_ip(x->snap->rpz))) {
 		bool waiting = false;
-		int n = rpz_reply(x, cl, q, who, h.policy_checked, out, limit, &waiting);
+		int n = rpz_reply(x, cl, q, who, h.out.policy_checked, out, limit, &waiting);
 		if (n >= 0 || waiting) {
-			free(h.prefix);
+			free(h.out.prefix);
 			return n;
 		}
 	}
 
 	if (found >= 0) {
-		if (h.chain && !mapping_has_ecs(c->partitions.mapping, rt.part)) {
-			/* no identity to send: answer from the common entry */
-			free(h.prefix);
-			h.chain = false;
-			h.partitioned = false;
-			cache_lookup(x->cache, rt.key, rt.klen, h.now, hit_write, &h);
+		if (h.out.chain && !mapping_has_ecs(c->partitions.mapping, rt.part)) {
+			/* no identity to send: answer from the common entry, as for a client of no partition */
+			h.in.partitioned = false;
+			hit_reset(&h.out, HIT_SAME_KEY);
+			cache_lookup(x->cache, rt.key, rt.klen, now, hit_write, &h);
 		}
-		if (h.refresh && hinted)
+		if (h.out.refresh && hinted)
 			hinted_refresh(x, q, &rt, now);
-		else if (h.refresh)
+		else if (h.out.refresh)
 			prefetch(x, q, &rt, NULL, 0, NULL, 0);
-		if (h.chain) {
+		if (h.out.chain) {
 			if (rt.echo)
 				rt.echo_ecs.scope = rt.echo_ecs.source;
-			return continue_chain(x, cl, q, &rt, h.target, h.target_len, h.prefix, h.prefix_len, out,
-			                      limit);
+			return continue_chain(x, cl, q, &rt, h.out.target, h.out.target_len, h.out.prefix,
+			                      h.out.prefix_len, out, limit);
 		}
-		if (h.len > 0)
+		if (h.out.len > 0)
 			return write_hit(x, &rt, &h);
 	}
 
@@ -967,7 +908,7 @@ static int answer_one(struct query_ctx *x, const struct waiter *wt, uint8_t *out
 	else if (len <= 0)
 		len = reply_error(x, &wt->q, WIRE_RCODE_SERVFAIL, echo, NULL, out, limit);
 	else
-		count_reply(x, out);
+		reply_count(x, out);
 	if (len > 0 && x->resp_time)
 		histogram_observe(x->resp_time, clock_ns() - wt->start_ns);
 	return len;
@@ -1018,7 +959,7 @@ static int settle_fail(struct query_ctx *x, const struct wire_query *q, int n, u
 	log_limited(&lim, LOG_LEVEL_ERR, "a query the query path left with no reply, drop or waiter (%d): SERVFAIL (a bug)",
 	            n);
 	int len = reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit < SETTLE_LIMIT ? limit : SETTLE_LIMIT);
-	return len > 0 ? len : drop(x);
+	return len > 0 ? len : reply_drop(x);
 }
 
 /*
@@ -1045,7 +986,7 @@ static int process_settled(struct query_ctx *x, const struct query_client *cl, c
 	struct wire_query q;
 	int rc = wire_parse_query(pkt, len, &q);
 	if (rc == WIRE_E_DROP) /* (process drops those itself: cannot be) */
-		return drop(x);
+		return reply_drop(x);
 	return settle_fail(x, &q, n, out, cap);
 }
 
