@@ -17,6 +17,7 @@
 
 #include "conf/conf.h"
 #include "util/file.h"
+#include "util/vec.h"
 
 /* Largest config or include file read (an ISP's full prefix list is a few MiB). */
 #define CONF_FILE_MAX ((size_t)256 << 20)
@@ -193,19 +194,11 @@ int conf_read_file(const char *path, bool regular_only, char **buf, size_t *len)
 	size_t n = 0;
 	int rc = 0;
 	while (b != NULL) {
-		if (n + 1 >= cap) {
-			if (cap > CONF_FILE_MAX) {
-				rc = -EFBIG;
-				break;
-			}
-			size_t ncap = cap * 2 > CONF_FILE_MAX + 1 ? CONF_FILE_MAX + 1 : cap * 2;
-			char *nb = realloc(b, ncap);
-			if (nb == NULL) {
-				rc = -ENOMEM;
-				break;
-			}
-			b = nb;
-			cap = ncap;
+		/* room for a byte more and the NUL; a file is at most CONF_FILE_MAX bytes */
+		int grown = vec_grow(&b, &cap, n + 2, 1, CONF_FILE_MAX + 1);
+		if (grown != 0) {
+			rc = grown == -E2BIG ? -EFBIG : -ENOMEM;
+			break;
 		}
 		ssize_t r = read(fd, b + n, cap - n - 1);
 		if (r < 0 && pipe && errno == EAGAIN) {

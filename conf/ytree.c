@@ -7,6 +7,7 @@
 
 #include "conf/conf.h"
 #include "conf/ytree.h"
+#include "util/vec.h"
 
 /* Arena block: nodes and strings of one document are freed at once. */
 struct yarena_block {
@@ -165,15 +166,9 @@ void conf_diag_add(struct ydiag *d, bool error, const struct ysrc *src, unsigned
 		buf[len] = '\0';
 	}
 
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 16;
-		struct ydiag_msg *m = realloc(d->msgs, cap * sizeof(*m));
-		if (m == NULL) {
-			d->oom = true;
-			return;
-		}
-		d->msgs = m;
-		d->cap = cap;
+	if (vec_grow(&d->msgs, &d->cap, d->n + 1, sizeof(*d->msgs), SIZE_MAX) != 0) {
+		d->oom = true;
+		return;
 	}
 	char *text = strdup(buf);
 	if (text == NULL) {
@@ -278,14 +273,8 @@ static int attach(struct builder *b, struct ynode *n)
 		b->doc->root = n;
 		return 0;
 	}
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		struct ynode **s = realloc(b->stack, cap * sizeof(*s));
-		if (s == NULL)
-			return -ENOMEM;
-		b->stack = s;
-		b->cap = cap;
-	}
+	if (vec_grow(&b->stack, &b->cap, b->n + 1, sizeof(*b->stack), SIZE_MAX) != 0)
+		return -ENOMEM;
 	b->stack[b->n++] = n;
 	return 0;
 }

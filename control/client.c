@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "util/vec.h"
+
 /* Wait for fd to become ready for events. @return 0, -ETIMEDOUT, -errno. */
 static int wait_fd(int fd, short events, int timeout_ms)
 {
@@ -49,23 +51,14 @@ static int send_all(int fd, const char *buf, size_t len, int timeout_ms)
 /* Read until EOF into a growing buffer, capped at CONTROL_MAX_REPLY. */
 static int recv_all(int fd, int timeout_ms, char **out, size_t *outlen)
 {
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	if (buf == NULL)
-		return -ENOMEM;
+	size_t cap = 0, len = 0;
+	char *buf = NULL;
 	for (;;) {
-		if (len + 1 == cap) {
-			if (cap > CONTROL_MAX_REPLY) {
-				free(buf);
-				return CONTROL_E_TOO_LONG;
-			}
-			char *nb = realloc(buf, cap * 2);
-			if (nb == NULL) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
+		/* room for one more byte and the NUL; a reply is at most CONTROL_MAX_REPLY bytes */
+		int grown = vec_grow(&buf, &cap, len + 2, 1, CONTROL_MAX_REPLY + 1);
+		if (grown != 0) {
+			free(buf);
+			return grown == -E2BIG ? CONTROL_E_TOO_LONG : -ENOMEM;
 		}
 		int err = wait_fd(fd, POLLIN, timeout_ms);
 		if (err != 0) {

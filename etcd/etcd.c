@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "util/file.h"
+#include "util/vec.h"
 
 /* Largest answer to one request unless the caller says less (etcd_range's
  * max_bytes): ranges are read in pages bounded in bytes (see callers), so a
@@ -419,16 +420,8 @@ static size_t body_write(char *data, size_t size, size_t nmemb, void *arg)
 		b->too_big = true;
 		return 0;
 	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *nb = realloc(b->buf, cap);
-		if (nb == NULL)
-			return 0;
-		b->buf = nb;
-		b->cap = cap;
-	}
+	if (vec_grow(&b->buf, &b->cap, b->len + n + 1, 1, b->max) != 0)
+		return 0;
 	memcpy(b->buf + b->len, data, n);
 	b->len += n;
 	b->buf[b->len] = '\0';
@@ -900,17 +893,9 @@ static int deliver(struct etcd_watch_parser *p, struct etcd_event *ev, size_t n,
 		events_free(ev, n);
 		return rc;
 	}
-	if (p->npending + n > p->pending_cap) {
-		size_t cap = p->pending_cap ? p->pending_cap : 16;
-		while (cap < p->npending + n)
-			cap *= 2;
-		struct etcd_event *np = realloc(p->pending, cap * sizeof(*np));
-		if (np == NULL) {
-			events_free(ev, n);
-			return ETCD_E_NOMEM;
-		}
-		p->pending = np;
-		p->pending_cap = cap;
+	if (vec_grow(&p->pending, &p->pending_cap, p->npending + n, sizeof(*p->pending), SIZE_MAX) != 0) {
+		events_free(ev, n);
+		return ETCD_E_NOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
 		p->pending_bytes += ev[i].kv.keylen + ev[i].kv.vlen + sizeof(*ev);
@@ -1042,16 +1027,8 @@ static int parser_append(struct etcd_watch_parser *p, const char *data, size_t l
 		           p->message_max, p->value_max);
 		return ETCD_E_TOOBIG;
 	}
-	if (p->len + len > p->cap) {
-		size_t cap = p->cap ? p->cap : 4096;
-		while (cap < p->len + len)
-			cap *= 2;
-		char *nb = realloc(p->buf, cap);
-		if (nb == NULL)
-			return ETCD_E_NOMEM;
-		p->buf = nb;
-		p->cap = cap;
-	}
+	if (vec_grow(&p->buf, &p->cap, p->len + len, 1, p->message_max) != 0)
+		return ETCD_E_NOMEM;
 	memcpy(p->buf + p->len, data, len);
 	p->len += len;
 	return 0;

@@ -26,6 +26,7 @@
 #include "wire/msgbuf.h"
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/vec.h"
 
 #define RPZ_DEFAULT_TTL 3600
 #define RPZ_REPORT_MAX 10 /* bad records logged one by one per load; the rest counted */
@@ -107,16 +108,8 @@ static int arena_add(struct pzone *z, const void *d, size_t n, uint32_t *off)
 {
 	if (z->arena_len + n > UINT32_MAX)
 		return -ENOMEM;
-	if (z->arena_len + n > z->arena_cap) {
-		size_t cap = z->arena_cap ? z->arena_cap : 4096;
-		while (cap < z->arena_len + n)
-			cap *= 2;
-		uint8_t *g = realloc(z->arena, cap);
-		if (g == NULL)
-			return -ENOMEM;
-		z->arena = g;
-		z->arena_cap = cap;
-	}
+	if (vec_grow(&z->arena, &z->arena_cap, z->arena_len + n, 1, UINT32_MAX) != 0)
+		return -ENOMEM;
 	memcpy(z->arena + z->arena_len, d, n);
 	*off = (uint32_t)z->arena_len;
 	z->arena_len += n;
@@ -384,14 +377,8 @@ static int take(struct pzone *z, const ldns_rdf *origin, ldns_rr *rr, struct pit
 	bool wild = kind == TK_WILD;
 	const uint8_t *tn = wild ? rel + 2 : rel;
 	size_t tlen = wild ? rlen - 2 : rlen;
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 1024;
-		struct pitem *g = realloc(*items, nc * sizeof(*g));
-		if (g == NULL)
-			return -ENOMEM;
-		*items = g;
-		*cap = nc;
-	}
+	if (vec_grow(items, cap, *n + 1, sizeof(**items), SIZE_MAX) != 0)
+		return -ENOMEM;
 	struct pitem *it = &(*items)[*n];
 	memset(it, 0, sizeof(*it));
 	it->kind = (uint8_t)kind;

@@ -18,6 +18,7 @@
  * linear in the copy plus the differences, whatever the zone's size.
  */
 #include "resolver/xfr/rpz_ixfr.h"
+#include "util/vec.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -226,14 +227,8 @@ static enum rpz_ixfr_state difference(struct rpz_ixfr *x, const ldns_rr *rr, boo
 	uint64_t h = key_hash(x, ldns_buffer_begin(x->buf), len, (size_t)off);
 	struct dentry *e = lookup(x, h, (size_t)off, &slot);
 	if (e == NULL) {
-		if (x->nents == x->cap) {
-			size_t cap = x->cap ? x->cap * 2 : 256;
-			struct dentry **n = realloc(x->ents, cap * sizeof(*n));
-			if (n == NULL)
-				return bad(x, "out of memory");
-			x->ents = n;
-			x->cap = cap;
-		}
+		if (vec_grow(&x->ents, &x->cap, x->nents + 1, sizeof(*x->ents), SIZE_MAX) != 0)
+			return bad(x, "out of memory");
 		if ((e = malloc(sizeof(*e) + len)) == NULL)
 			return bad(x, "out of memory");
 		*e = (struct dentry){ .hash = h, .len = (uint32_t)len, .ttl_off = (uint16_t)off, .must_have = del,
