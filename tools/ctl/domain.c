@@ -9,6 +9,7 @@
 
 #include "tools/ctl/ctl.h"
 #include "util/json.h"
+#include "util/vec.h"
 
 #define IMPORT_LINE_MAX 4096   /* longer lines are errors, not truncated */
 #define IMPORT_MAX_ERRORS 100  /* after this many, stop reporting (still nothing imported) */
@@ -794,15 +795,9 @@ static int domain_import(struct ctl *c, int argc, char **argv)
 				fprintf(stderr, "%s:%u: error: NUL byte in line\n", fname, lineno);
 			continue;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct import_entry *ne = realloc(entries, ncap * sizeof(*ne));
-			if (ne == NULL) {
-				oom = true;
-				break;
-			}
-			entries = ne;
-			cap = ncap;
+		if (vec_grow(&entries, &cap, n + 1, sizeof(*entries), SIZE_MAX) != 0) {
+			oom = true;
+			break;
 		}
 		int r = ctl_domain_parse_line(line, &def, &entries[n].d, err, sizeof(err));
 		if (r < 0) {

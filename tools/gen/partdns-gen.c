@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "partition/prefix.h"
+#include "util/vec.h"
 
 /*
  * Address plan (synthetic; none of it is sent on the wire). City i (0-based):
@@ -123,14 +124,8 @@ static uint64_t capacity(unsigned len, unsigned maxlen)
 static int emit(struct gen *g, const struct blk *b)
 {
 	struct prefixes *o = &g->out;
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 1024;
-		struct prefix *p = realloc(o->p, cap * sizeof(*p));
-		if (p == NULL)
-			return -ENOMEM;
-		o->p = p;
-		o->cap = cap;
-	}
+	if (vec_grow(&o->p, &o->cap, o->n + 1, sizeof(*o->p), SIZE_MAX) != 0)
+		return -ENOMEM;
 	struct prefix *p = &o->p[o->n++];
 	memset(p, 0, sizeof(*p));
 	p->family = (uint8_t)b->family;
