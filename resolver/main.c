@@ -10,6 +10,7 @@
 #include "mapping/export.h"
 #include "resolver/base/log.h"
 #include "resolver/ops/daemon.h"
+#include "resolver/ops/reload.h"
 #include "resolver/base/privs.h"
 #include "resolver/base/ubctx.h"
 
@@ -89,7 +90,7 @@ int main(int argc, char **argv)
 	}
 	if (debug) /* -d wins over server.log_level until a reload reads the file again */
 		c->server.log_level = CONF_LOG_DEBUG;
-	daemon_apply_log(c);
+	reload_apply_log(c);
 	/* The store directory must exist (created only with server.create_store:
 	 * true): a mistyped server.store must not start with an empty store. */
 	rc = store_prepare_dir(c->server.store, c->server.create_store);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The daemon as a whole: its threads, pools, cache and control socket; signals, reloads, the store watch. */
+/* The daemon as a whole: its threads, pools, cache and control socket; start-up, signals, the main loop, shutdown. */
 #pragma once
 
 #include <stdbool.h>
-#include <stdio.h>
 
 #include "conf/conf.h"
 
@@ -20,22 +19,10 @@ struct daemon;
  */
 struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover);
 
-/** Start all threads and serve until SIGTERM/SIGINT; SIGHUP reloads. @return 0 or -errno. */
+/** Start all threads and serve until SIGTERM/SIGINT; SIGHUP reloads (reload.h). @return 0 or -errno. */
 int daemon_run(struct daemon *d);
 
 /** Ask a running daemon to stop (async-signal-safe). */
 void daemon_stop(struct daemon *d);
 
 void daemon_free(struct daemon *d);
-
-/**
- * Re-read the config file and the store; on success swap them in (listen
- * addresses, thread counts, cache size and resolver.* need a restart and
- * are reported). On failure the running state is kept.
- * @param err where errors and notes go (may be NULL).
- * @return 0 or a negative code.
- */
-int daemon_reload(struct daemon *d, FILE *err);
-
-/** Apply server.log and server.log_level (at start, and by each reload). */
-void daemon_apply_log(const struct conf *c);

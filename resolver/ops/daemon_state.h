@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * This file is private to the daemon's files of resolver/ops/ (daemon.c,
+ * ctl_verbs.c, reload.c, store_watch.c): the daemon's state; types only.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "resolver/view/snapshot.h"
+
+struct cache;
+struct chainhint;
+struct control;
+struct dnstap;
+struct fleet;
+struct http_server;
+struct inflight;
+struct metrics_http;
+struct probe;
+struct resolve_edns;
+struct resolve_normal;
+struct rpz_xfr;
+struct store;
+struct worker;
+
+/* Made by daemon_new (daemon.c), freed by daemon_free; the fields' locks are in their comments. */
+struct daemon {
+	char *conf_path;
+	atomic_bool stopping;
+	int stop_fd;                 /* eventfd: readable once stopping; every thread polls it */
+	struct snapshot_slot snapshots;
+	struct snapshot_conf *boot;  /* the config started with: what restart-only keys still are */
+	pthread_mutex_t reload_lock; /* one reload at a time (SIGHUP, control, store poll) */
+	struct store *store;
+	/* store.etcd: the local store mirrors the shared one (fleet.c); shared
+	 * is the shared store itself, for activating a staged plan fleet-wide */
+	struct fleet *fleet;
+	struct store *shared;
+	atomic_bool plan_changed;    /* the mirror brought a new activated plan: reload */
+	pthread_t main_thread;       /* daemon_new's and daemon_run's: fleet_changed wakes it */
+	unsigned fleet_serial;       /* the plan serial last told to the fleet */
+	time_t activate_retry;       /* a fleet activation that failed is tried again from then */
+	struct cache *cache;
+	struct chainhint *hints; /* chain hints for the workers (query.c) */
+	struct inflight *inflight;
+	struct resolve_normal *normal;
+	struct resolve_edns *edns;
+	unsigned nworkers;
+	struct worker **workers;
+	struct dnstap *dnstap;       /* server.dnstap; NULL when off */
+	struct probe *probe;         /* partdnsctl query */
+	struct control *control;
+	struct metrics_http *metrics; /* server.metrics; NULL when off */
+	struct rpz_xfr *rpz_xfr;      /* policy zones from primaries (rpz[].primary), their NOTIFYs */
+	struct http_server *http;    /* server.http: the plan for CDNs; NULL when off */
+	_Atomic time_t plan_since;   /* when the running partition plan went live (Last-Modified) */
+	bool plan_from_store;        /* running an activated plan the config does not hold yet (reload_lock) */
+	/* the staged plan (partdnsctl plan stage), for /next/ and its activation; next_lock */
+	pthread_mutex_t next_lock;
+	struct conf *next;           /* the config with the staged plan in place of its include; NULL = none */
+	time_t next_staged, next_at; /* when staged; when it goes live (0 = not asked yet) */
+	time_t started;
+	char user[64];               /* who it runs as (server.user, or whoever started it) */
+	/* reloads (SIGHUP, partdnsctl reload), under reload_lock */
+	uint64_t reloads, reload_failures;
+	time_t last_reload;
+	bool last_reload_ok;
+};

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A reload: the new state from the config file and the store, what it may change, and the swap. */
+#include "resolver/ops/reload.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partition/partition.h"
+#include "resolver/base/clock.h"
+#include "resolver/base/log.h"
+#include "resolver/cache/cache.h"
+#include "resolver/cache/inflight.h"
+#include "resolver/ops/daemon_state.h"
+#include "resolver/view/route.h"
+#include "resolver/view/snapshot.h"
+#include "resolver/view/standby.h"
+#include "store/store.h"
+
+int reload_read_domains(struct daemon *d, struct domains **out, uint64_t *version)
+{
+	int rc = domains_load(d->store, out, version);
+	if (rc != 0)
+		log_err("cannot read EDNS domains from the store: %s", store_strerror(rc));
+	return rc;
+}
+
+struct standby_list {
+	struct store_standby *b;
+	size_t n, cap;
+};
+
+static int standby_collect(const struct store_standby *b, void *arg)
+{
+	struct standby_list *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct store_standby *nb = realloc(l->b, cap * sizeof(*nb));
+		if (nb == NULL)
+			return -ENOMEM;
+		l->b = nb;
+		l->cap = cap;
+	}
+	l->b[l->n++] = *b;
+	return 0;
+}
+
+struct standby *reload_read_standby(struct daemon *d, const struct conf *c)
+{
+	struct standby_list l = { .n = 0 };
+	int rc = store_standby_foreach(d->store, standby_collect, &l);
+	if (rc != 0)
+		log_err("cannot read every failed-over partition from the store: %s", store_strerror(rc));
+	struct standby *s = standby_build(c, l.b, l.n);
+	free(l.b);
+	return s;
+}
+
+struct conf *reload_adopt_plan(struct daemon *d, struct conf *c, FILE *err)
+{
+	struct store_plan p;
+	int rc = store_plan_get(d->store, STORE_PLAN_ACTIVE, &p);
+	d->plan_from_store = false;
+	if (rc != 0) {
+		if (rc != -ENOENT)
+			log_err("cannot read the activated plan from the store: %s", store_strerror(rc));
+		return c;
+	}
+	if (c->partitions.serial >= p.serial) {
+		if (d->shared != NULL) { /* the fleet's copy: not this node's to remove */
+			store_plan_clear(&p);
+			return c;
+		}
+		log_info("the config's plan (serial %u) has caught up with the activated plan %u: the store's copy "
+		         "is removed", c->partitions.serial, p.serial);
+		store_plan_del(d->store, STORE_PLAN_ACTIVE);
+		store_plan_clear(&p);
+		return c;
+	}
+	struct conf *a = NULL;
+	unsigned nerr = 0;
+	rc = conf_load_plan(d->conf_path, p.text, p.len, "(activated plan)", err ? err : stderr, &a, &nerr);
+	if (rc != 0) {
+		log_err("the activated plan %u no longer fits the config (%u error(s)); running the config's plan %u",
+		        p.serial, nerr, c->partitions.serial);
+		store_plan_clear(&p);
+		return c;
+	}
+	log_warn("running the activated plan %u from the store; the config's is %u: put the plan in its "
+	         "partitions.include so the config says what runs", p.serial, c->partitions.serial);
+	store_plan_clear(&p);
+	conf_free(c);
+	d->plan_from_store = true;
+	return a;
+}
+
+void reload_read_next_plan(struct daemon *d)
+{
+	struct store_plan p;
+	struct conf *n = NULL;
+	int rc = store_plan_get(d->store, STORE_PLAN_NEXT, &p);
+	if (rc == 0) {
+		unsigned nerr = 0;
+		if (conf_load_plan(d->conf_path, p.text, p.len, "(staged plan)", NULL, &n, &nerr) != 0)
+			log_err("the staged plan %u does not fit the config (%u error(s)): not published, not activated; "
+			        "stage it again", p.serial, nerr);
+	} else if (rc != -ENOENT) {
+		log_err("cannot read the staged plan from the store: %s", store_strerror(rc));
+	}
+	pthread_mutex_lock(&d->next_lock);
+	struct conf *old = d->next;
+	d->next = n;
+	d->next_staged = n ? (time_t)p.staged_at : 0;
+	d->next_at = n ? (time_t)p.activate_at : 0;
+	pthread_mutex_unlock(&d->next_lock);
+	conf_free(old);
+	if (rc == 0)
+		store_plan_clear(&p);
+}
+
+struct plan_change {
+	const struct conf *old, *neu;
+	const struct standby *old_standby;
+	struct standby *neu_standby;
+};
+
+/*
+ * A cache entry's partition under the new plan: partitions are known by
+ * name, so one that kept its name and mapped identities keeps its answers
+ * under whatever id it has now (1: moved); one renamed, gone or steered
+ * to another identity loses them (-1); the rest stay (0).
+ */
+static int rekey_partitions(const uint8_t *key, size_t klen, uint8_t *out, void *arg)
+{
+	const struct plan_change *pc = arg;
+	if (klen < ROUTE_KEY_HDR)
+		return 0;
+	unsigned id = route_key_partition(key);
+	if (id == PARTITION_COMMON)
+		return 0;
+	const char *name = ptable_name(pc->old->partitions.table, id);
+	int nid = name != NULL ? ptable_find(pc->neu->partitions.table, name) : -1;
+	if (nid <= 0 || !route_partition_equiv(pc->old, id, pc->neu, (unsigned)nid) ||
+	    !standby_same(pc->old_standby, id, pc->neu_standby, (unsigned)nid))
+		return -1;
+	if ((unsigned)nid == id)
+		return 0;
+	memcpy(out, key, klen);
+	route_key_set_partition(out, (unsigned)nid);
+	return 1;
+}
+
+static bool addrs_same(const struct conf_addr *a, size_t na, const struct conf_addr *b, size_t nb)
+{
+	for (size_t i = 0; na == nb && i < na; i++)
+		if (strcmp(a[i].text, b[i].text) != 0)
+			return false;
+	return na == nb;
+}
+
+static bool prefixes_same(const struct prefix *a, size_t na, const struct prefix *b, size_t nb)
+{
+	for (size_t i = 0; na == nb && i < na; i++)
+		if (!prefix_equal(&a[i], &b[i]))
+			return false;
+	return na == nb;
+}
+
+static bool forward_zones_same(const struct conf *a, const struct conf *b)
+{
+	if (a->resolver.nforward_zones != b->resolver.nforward_zones)
+		return false;
+	for (size_t i = 0; i < a->resolver.nforward_zones; i++) {
+		const struct conf_forward_zone *x = &a->resolver.forward_zones[i], *y = &b->resolver.forward_zones[i];
+		if (strcmp(x->name, y->name) != 0 || !addrs_same(x->servers, x->nservers, y->servers, y->nservers))
+			return false;
+	}
+	return true;
+}
+
+static bool options_same(const struct conf *a, const struct conf *b)
+{
+	if (a->resolver.noptions != b->resolver.noptions)
+		return false;
+	for (size_t i = 0; i < a->resolver.noptions; i++)
+		if (strcmp(a->resolver.options[i].name, b->resolver.options[i].name) != 0 ||
+		    strcmp(a->resolver.options[i].value, b->resolver.options[i].value) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Keys that a running daemon cannot change, compared with the values it
+ * started with (old): a key changed by an earlier reload and changed back is
+ * no change, and one changed twice is still noted.
+ */
+static bool names_same(char *const *a, size_t na, char *const *b, size_t nb)
+{
+	for (size_t i = 0; na == nb && i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return na == nb;
+}
+
+static void note_restart_keys(const struct conf *old, const struct conf *neu, FILE *err)
+{
+	bool listen_same = old->server.nlisten == neu->server.nlisten;
+	for (size_t i = 0; listen_same && i < old->server.nlisten; i++)
+		listen_same = strcmp(old->server.listen[i].text, neu->server.listen[i].text) == 0;
+	const char *what[24];
+	int n = 0;
+	if (!listen_same)
+		what[n++] = "server.listen";
+	if (old->server.threads != neu->server.threads)
+		what[n++] = "server.threads";
+	if (strcmp(old->server.store, neu->server.store) != 0)
+		what[n++] = "server.store";
+	if (old->cache.max_bytes != neu->cache.max_bytes)
+		what[n++] = "cache.max_bytes";
+	if (old->edns.threads != neu->edns.threads)
+		what[n++] = "edns.threads";
+	if (old->edns.max_inflight != neu->edns.max_inflight || old->edns.zone_qps != neu->edns.zone_qps)
+		what[n++] = "edns.max_inflight/zone_qps"; /* the pool's budgets and rate table are sized at start */
+	if (strcmp(old->server.user, neu->server.user) != 0) /* root is gone once dropped */
+		what[n++] = "server.user";
+	if (strcmp(old->server.control_group, neu->server.control_group) != 0 ||
+	    strcmp(old->server.control, neu->server.control) != 0)
+		what[n++] = "server.control/control_group";
+	if (strcmp(old->server.dnstap, neu->server.dnstap) != 0) /* the writer and its queues are made at start */
+		what[n++] = "server.dnstap";
+	if (strcmp(old->server.metrics.text, neu->server.metrics.text) != 0)
+		what[n++] = "server.metrics";
+	if (strcmp(old->server.http.text, neu->server.http.text) != 0 ||
+	    !prefixes_same(old->server.http_allow, old->server.nhttp_allow, neu->server.http_allow,
+	                   neu->server.nhttp_allow))
+		what[n++] = "server.http/http_allow";
+	if (old->server.tcp_idle_ms != neu->server.tcp_idle_ms ||
+	    old->server.tcp_max_clients != neu->server.tcp_max_clients ||
+	    old->server.tcp_message_ms != neu->server.tcp_message_ms ||
+	    old->server.tcp_out_max != neu->server.tcp_out_max ||
+	    old->server.tcp_max_per_client != neu->server.tcp_max_per_client)
+		what[n++] = "server.tcp_*";
+	if (old->server.client_qps != neu->server.client_qps ||
+	    old->server.client_prefix4 != neu->server.client_prefix4 ||
+	    old->server.client_prefix6 != neu->server.client_prefix6)
+		what[n++] = "server.client_qps/client_prefix4/client_prefix6";
+	/* libunbound contexts and the EDNS pool take their sources when they are made */
+	if (!addrs_same(old->resolver.outgoing, old->resolver.noutgoing, neu->resolver.outgoing,
+	                neu->resolver.noutgoing))
+		what[n++] = "resolver.outgoing";
+	if (!addrs_same(old->edns.outgoing, old->edns.noutgoing, neu->edns.outgoing, neu->edns.noutgoing))
+		what[n++] = "edns.outgoing";
+	const struct conf_etcd *oe = &old->store.etcd, *ne = &neu->store.etcd;
+	if (!addrs_same(oe->endpoints, oe->nendpoints, ne->endpoints, ne->nendpoints) ||
+	    strcmp(oe->prefix, ne->prefix) != 0 || strcmp(oe->name, ne->name) != 0 ||
+	    strcmp(oe->username, ne->username) != 0 || strcmp(oe->password_file, ne->password_file) != 0 ||
+	    strcmp(oe->ca, ne->ca) != 0 || strcmp(oe->cert, ne->cert) != 0 || strcmp(oe->key, ne->key) != 0 ||
+	    oe->timeout_ms != ne->timeout_ms || oe->lease_ttl != ne->lease_ttl)
+		what[n++] = "store.etcd"; /* the mirror and registration threads are made at start */
+	if (!addrs_same(old->edns.tier, old->edns.ntier, neu->edns.tier, neu->edns.ntier))
+		what[n++] = "edns.tier"; /* the EDNS pool's node table and probes are made at start */
+	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
+	    !names_same(old->resolver.trust_anchor, old->resolver.ntrust_anchor, neu->resolver.trust_anchor,
+	                neu->resolver.ntrust_anchor) ||
+	    !forward_zones_same(old, neu) || !options_same(old, neu) || old->resolver.threads != neu->resolver.threads ||
+	    old->resolver.zone_qps != neu->resolver.zone_qps || old->resolver.zone_inflight != neu->resolver.zone_inflight ||
+	    !names_same(old->resolver.domain_insecure, old->resolver.ndomain_insecure, neu->resolver.domain_insecure,
+	                neu->resolver.ndomain_insecure))
+		what[n++] = "resolver.* (libunbound)";
+	for (int i = 0; i < n; i++) {
+		log_warn("reload: %s changed; it takes effect at the next restart", what[i]);
+		if (err)
+			fprintf(err, "note: %s changed; it takes effect at the next restart\n", what[i]);
+	}
+}
+
+_Static_assert((int)CONF_LOG_ERROR == (int)LOG_LEVEL_ERR && (int)CONF_LOG_DEBUG == (int)LOG_LEVEL_DEBUG,
+               "server.log_level maps onto log levels one to one");
+
+void reload_apply_log(const struct conf *c)
+{
+	log_set_level((enum log_level)c->server.log_level);
+	log_use_syslog(c->server.log == CONF_LOG_SYSLOG);
+}
+
+/* The end of a reload, whichever it was: for partdnsctl status. Under reload_lock. */
+static int reload_done(struct daemon *d, int rc)
+{
+	d->reloads++;
+	d->reload_failures += rc != 0;
+	d->last_reload = time(NULL);
+	d->last_reload_ok = rc == 0;
+	pthread_mutex_unlock(&d->reload_lock);
+	return rc;
+}
+
+/*
+ * The config file read again, with an activated plan in place of its own
+ * (reload_adopt_plan), and checked against the running one (cur): its plan
+ * must be a successor of the running plan (partitions.serial's rules), and
+ * the keys that need a restart are noted against the config started with.
+ * @return the new config, or NULL with *rc set (logged, and in err).
+ */
+static struct conf *load_checked(struct daemon *d, const struct conf *cur, FILE *err, int *rc)
+{
+	struct conf *c = NULL;
+	unsigned nerr = 0;
+	*rc = conf_load(d->conf_path, err ? err : stderr, &c, &nerr);
+	if (*rc != 0) {
+		log_err("reload of %s failed (%u error(s)); keeping the running configuration", d->conf_path, nerr);
+		return NULL;
+	}
+	c = reload_adopt_plan(d, c, err);
+	char why[512];
+	if (conf_plan_successor(cur, c, why, sizeof(why)) != 0) {
+		log_err("reload of %s refused: %s; keeping the running configuration", d->conf_path, why);
+		if (err)
+			fprintf(err, "%s: error: %s\n", d->conf_path, why);
+		conf_free(c);
+		*rc = CONF_E_INVALID;
+		return NULL;
+	}
+	note_restart_keys(snapshot_conf_get(d->boot), c, err);
+	return c;
+}
+
+/*
+ * Publish c with the domain set dom (read at version) in place of cur.
+ * Partition ids may change meaning: answers of a partition that kept its
+ * name and identity follow it to its new id, the others go. They leave
+ * before the new plan is live (no client of the new plan finds another
+ * city's answer under a reused id) and come back after it. Meanwhile
+ * partition jobs store nothing (inflight_plan_switch); jobs of the old plan
+ * finishing later check their partition's meaning before they store
+ * (inflight.c). Takes c and dom. @return 0 or the publication's error (the
+ * running state stays).
+ */
+static int swap_in(struct daemon *d, const struct snapshot *cur, struct conf *c, struct domains *dom,
+                   uint64_t version, size_t *flushed, size_t *moved)
+{
+	const struct conf *neu = c;
+	struct plan_change pc = { .old = cur->conf, .neu = neu, .old_standby = cur->standby,
+	                          .neu_standby = reload_read_standby(d, neu) };
+	inflight_plan_switch(d->inflight, true);
+	struct cache_moves *moves = cache_rekey_take(d->cache, rekey_partitions, &pc, flushed);
+	int rc = snapshot_publish(&d->snapshots, c, dom, pc.neu_standby, version);
+	if (rc == 0)
+		*moved = cache_rekey_put(d->cache, moves, clock_sec());
+	else
+		cache_moves_free(moves); /* the old plan stays: their new keys mean nothing to it */
+	inflight_plan_switch(d->inflight, false);
+	if (rc != 0)
+		return rc;
+	if (neu->partitions.digest != cur->conf->partitions.digest)
+		atomic_store(&d->plan_since, time(NULL)); /* Last-Modified of the published plan */
+	/* serve-stale on or off: expired answers kept or reaped from now on */
+	cache_set_stale(d->cache, neu->cache.serve_stale ? INFLIGHT_STALE_MAX : 0);
+	reload_apply_log(neu); /* server.log and log_level take effect at once */
+	return 0;
+}
+
+int reload_run(struct daemon *d, FILE *err)
+{
+	pthread_mutex_lock(&d->reload_lock);
+	struct snapshot *cur = snapshot_get(&d->snapshots);
+	int rc;
+	struct conf *c = load_checked(d, cur->conf, err, &rc);
+	if (c == NULL) {
+		snapshot_release(cur);
+		return reload_done(d, rc);
+	}
+	struct domains *dom;
+	uint64_t version;
+	rc = reload_read_domains(d, &dom, &version);
+	if (rc != 0) {
+		snapshot_release(cur);
+		conf_free(c);
+		if (err)
+			fprintf(err, "cannot read the store: %s\n", store_strerror(rc));
+		return reload_done(d, rc);
+	}
+	size_t nparts = ptable_size(c->partitions.table), ndom = domains_count(dom);
+	unsigned serial = c->partitions.serial; /* c is the snapshot's once published: read it now */
+	size_t flushed = 0, moved = 0;
+	rc = swap_in(d, cur, c, dom, version, &flushed, &moved);
+	snapshot_release(cur);
+	reload_done(d, rc);
+	if (rc == 0)
+		log_info("reloaded %s: %zu partition(s) (plan serial %u), %zu EDNS domain(s); %zu cache entries of "
+		         "changed or removed partitions dropped, %zu of renumbered ones kept",
+		         d->conf_path, nparts, serial, ndom, flushed, moved);
+	return rc;
+}
