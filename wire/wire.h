@@ -216,9 +216,3 @@ struct wire_scrub {
 	size_t zone_len;
 	bool forwarder;         /* a forwarder answered: trusted for the question's chain in any zone */
 };
-
-/* The functions, by job: here until every includer names the headers it uses. */
-#include "wire/answer.h"
-#include "wire/names.h"
-#include "wire/parse.h"
-#include "wire/upstream.h"

@@ -13,6 +13,7 @@
 #include "resolver/base/clock.h"
 #include "resolver/view/standby.h"
 #include "util/hash.h"
+#include "wire/answer.h"
 
 #define INFLIGHT_SHARDS 64
 #define INFLIGHT_BUCKETS 1024

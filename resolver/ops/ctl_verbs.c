@@ -30,6 +30,7 @@
 #include "resolver/view/snapshot.h"
 #include "resolver/view/standby.h"
 #include "util/json.h"
+#include "wire/names.h"
 
 struct steer_sum {
 	const struct ptable *t;

@@ -16,6 +16,10 @@
 #include "partition/partition.h"
 #include "resolver/base/clock.h"
 #include "resolver/view/route.h"
+#include "wire/answer.h"
+#include "wire/names.h"
+#include "wire/parse.h"
+#include "wire/upstream.h"
 #include "wire/wire.h"
 
 /* The entry, copied out of the cache under its lock. */

@@ -15,6 +15,8 @@
 #include "resolver/base/clock.h"
 #include "resolver/ops/inspect.h"
 #include "resolver/serve/query.h"
+#include "wire/names.h"
+#include "wire/upstream.h"
 #include "wire/wire.h"
 
 /*

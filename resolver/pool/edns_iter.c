@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire/names.h"
+#include "wire/parse.h"
+#include "wire/upstream.h"
+
 void edns_servers_add(struct edns_servers *s, int family, const uint8_t *addr, uint16_t port)
 {
 	if (s->naddr >= EDNS_MAX_SERVERS)

@@ -31,6 +31,8 @@
 #include "resolver/pool/tier.h"
 #include "resolver/base/ubctx.h"
 #include "resolver/pool/val.h"
+#include "wire/names.h"
+#include "wire/upstream.h"
 #include "util/hash.h"
 
 #define MAX_HOPS 8        /* CNAME hops followed across responses */

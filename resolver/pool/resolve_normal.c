@@ -21,6 +21,7 @@
 #include "resolver/base/ubctx.h"
 #include "resolver/base/uloop.h"
 #include "util/hash.h"
+#include "wire/names.h"
 
 /*
  * Why this shape (docs/design.md "The normal pool"):

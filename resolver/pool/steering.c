@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "wire/parse.h"
 #include "wire/wire.h"
 
 /* Open addressing over twice the rows: probes stay short, and the table never fills. */

@@ -12,6 +12,9 @@
 #include <ldns/ldns.h>
 #include <string.h>
 
+#include "wire/names.h"
+#include "wire/parse.h"
+
 #define NSEC3_MAX_ITERATIONS 150 /* RFC 9276 §3.2: above this a validator may give up */
 #define DNSKEY_FLAG_ZONE 0x0100 /* RFC 4034 §2.1.1 */
 #define DNSKEY_FLAG_REVOKE 0x0080 /* RFC 5011 §3 */

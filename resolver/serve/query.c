@@ -19,6 +19,10 @@
 #include "resolver/view/route.h"
 #include "resolver/pool/topk.h"
 #include "resolver/serve/reply.h"
+#include "wire/answer.h"
+#include "wire/names.h"
+#include "wire/parse.h"
+#include "wire/upstream.h"
 
 /* Local data (local_zones) decides for q: an answer or REFUSED (@return its length), or nothing (-1: go on). */
 static int local_reply(struct query_ctx *x, const struct wire_query *q, const struct classify *who, uint8_t *out,

@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "wire/answer.h"
+
 /* An error reply (counted). @return its length, 0 when it cannot be written. */
 int reply_error(struct query_ctx *x, const struct wire_query *q, int rcode, const struct ecs *echo,
                        const struct wire_ede *ede, uint8_t *out, size_t limit)

@@ -30,6 +30,7 @@
  * the new set plus the interning table while the old set is still in use.
  */
 #include "resolver/view/domains.h"
+#include "wire/names.h"
 #include "wire/wire.h"
 #include "util/hash.h"
 #include "util/vec.h"

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "wire/msgbuf.h"
+#include "wire/names.h"
 #include "util/hash.h"
 
 /* One record: where it is in its zone's wire records. */

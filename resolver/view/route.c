@@ -9,6 +9,8 @@
 
 #include "mapping/mapping.h"
 #include "partition/partition.h"
+#include "wire/parse.h"
+#include "wire/upstream.h"
 
 size_t route_key_build(uint8_t *key, unsigned partition, uint16_t qtype, uint16_t qclass, uint8_t flags,
                        const uint8_t *qname_lc, size_t qname_len)

@@ -24,6 +24,7 @@
 #include "partition/partition.h"
 #include "resolver/base/log.h"
 #include "wire/msgbuf.h"
+#include "wire/names.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/vec.h"

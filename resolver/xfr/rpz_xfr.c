@@ -44,6 +44,7 @@
 #include "resolver/xfr/rpz_ixfr.h"
 #include "resolver/view/snapshot.h"
 #include "resolver/xfr/tsig.h"
+#include "wire/names.h"
 #include "wire/wire.h"
 #include "util/file.h"
 

@@ -7,6 +7,10 @@
 
 #include "resolver/pool/edns_iter.h"
 #include "resolver/view/route.h"
+#include "wire/answer.h"
+#include "wire/names.h"
+#include "wire/parse.h"
+#include "wire/upstream.h"
 #include "wire/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "resolver/pool/val.h"
+#include "wire/names.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

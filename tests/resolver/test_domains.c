@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "resolver/view/domains.h"
+#include "wire/names.h"
 #include "wire/wire.h"
 #include "tests/fixtures/domains_store.h"
 

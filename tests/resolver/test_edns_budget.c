@@ -15,6 +15,7 @@
 
 #include "resolver/cache/inflight.h"
 #include "resolver/pool/resolve_edns.h"
+#include "wire/names.h"
 
 static const char config[] =
 	"server: { listen: [ \"127.0.0.1@5353\" ] }\n"

@@ -14,6 +14,9 @@
 
 #include "resolver/pool/edns_iter.h"
 #include "tests/fixtures/messages.h"
+#include "wire/names.h"
+#include "wire/parse.h"
+#include "wire/upstream.h"
 
 /* Messages built with ldns (an independent encoder): records as zone-file text. */
 

@@ -18,6 +18,9 @@
 #include "resolver/serve/query.h"
 #include "tests/fixtures/domains_store.h"
 #include "tests/fixtures/messages.h"
+#include "wire/answer.h"
+#include "wire/names.h"
+#include "wire/upstream.h"
 
 static const char config[] =
 	"server: { listen: [ \"127.0.0.1@5353\" ], allow: [ 127.0.0.0/8, 192.0.2.0/24 ] }\n"

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "resolver/view/route.h"
+#include "wire/answer.h"
+#include "wire/names.h"
 #include "wire/wire.h"
 #include "tests/fixtures/domains_store.h"
 #include "tests/fixtures/messages.h"

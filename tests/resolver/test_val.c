@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "resolver/pool/val.h"
+#include "wire/names.h"
 
 static ldns_key_list *keys; /* one ECDSA P-256 key for example. */
 /* signatures valid from 2020-09 to 2033-05: fuzz_val checks them at a fixed time inside */

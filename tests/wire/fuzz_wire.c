@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire/answer.h"
+#include "wire/names.h"
+#include "wire/parse.h"
+#include "wire/upstream.h"
 #include "wire/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -14,6 +14,10 @@
 
 #include <ldns/ldns.h>
 
+#include "wire/answer.h"
+#include "wire/names.h"
+#include "wire/parse.h"
+#include "wire/upstream.h"
 #include "wire/wire.h"
 
 /* ---- helpers ---- */

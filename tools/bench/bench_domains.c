@@ -30,6 +30,7 @@
 
 #include "store/store.h"
 #include "resolver/view/domains.h"
+#include "wire/names.h"
 #include "wire/wire.h"
 
 static const char *const tlds[] = { "com", "net", "org", "cn", "com.cn", "net.cn", "io", "tv" };

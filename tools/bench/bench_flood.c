@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wire/names.h"
 #include "wire/wire.h"
 
 static uint64_t now_ns(void)
