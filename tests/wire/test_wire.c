@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Unit tests of wire/wire.c, with ldns as an independent check of every written message. */
+/* Unit tests of wire/, with ldns as an independent check of every written message. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
