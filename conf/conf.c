@@ -238,6 +238,23 @@ int conf_plan_successor(const struct conf *old, const struct conf *neu, char *wh
 	return -1;
 }
 
+void conf_restart_keys(void (*fn)(const char *key, const char *note, void *arg), void *arg)
+{
+	conf_schema_restart_keys(fn, arg);
+}
+
+size_t conf_restart_changes(const struct conf *old, const struct conf *neu, void (*fn)(const char *note, void *arg),
+                            void *arg)
+{
+	/* the schema's offsets count from the loader's state, as in conf_free */
+	struct conf_state a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.conf = *old;
+	b.conf = *neu;
+	return conf_schema_restart_changes(&a, &b, fn, arg);
+}
+
 void conf_free(struct conf *c)
 {
 	if (c == NULL)

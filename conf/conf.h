@@ -255,5 +255,21 @@ void conf_free(struct conf *c);
  */
 int conf_plan_successor(const struct conf *old, const struct conf *neu, char *why, size_t len);
 
+/**
+ * The keys a running daemon cannot change (the schema's rows flagged
+ * restart), in schema order: fn gets each key's path ("server.tcp_idle_ms")
+ * and the note a reload gives when it changed ("server.tcp_*": keys that go
+ * together share one; else the path).
+ */
+void conf_restart_keys(void (*fn)(const char *key, const char *note, void *arg), void *arg);
+
+/**
+ * What a reload from old to neu cannot apply: the restart keys whose values
+ * differ, compared by each row's type. fn gets each note once, in schema
+ * order. @return how many notes.
+ */
+size_t conf_restart_changes(const struct conf *old, const struct conf *neu, void (*fn)(const char *note, void *arg),
+                            void *arg);
+
 /** Text of a CONF_E_* or negative errno code. */
 const char *conf_strerror(int err);

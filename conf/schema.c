@@ -67,6 +67,12 @@ struct sitem {
 	const struct sitem *sub;   /* ST_SECTION */
 	const struct senum *enums; /* ST_ENUM, NULL-terminated */
 	void (*check)(struct loader *L, const struct ynode *n); /* after a present item */
+	/* A running daemon cannot change it (read when a part is made): a
+	 * reload keeps the old value and notes the change, under restart_note
+	 * when several keys share one, else under the key's path
+	 * (conf_restart_changes). Only on rows of sections, not of lists. */
+	bool restart;
+	const char *restart_note;
 };
 
 /* Most items in one section, for the duplicate-key bookkeeping. */
@@ -78,6 +84,15 @@ struct sitem {
 	.count_off = offsetof(S, cnt)
 #define NODE(S, m) .node_off = offsetof(S, m)
 #define SEC(items) .type = ST_SECTION, .sub = items
+
+/* The notes several restart keys share: a reload names each once. */
+#define NOTE_CONTROL "server.control/control_group"
+#define NOTE_HTTP "server.http/http_allow"
+#define NOTE_TCP "server.tcp_*"
+#define NOTE_CLIENT "server.client_qps/client_prefix4/client_prefix6"
+#define NOTE_LIBUNBOUND "resolver.* (libunbound)"
+#define NOTE_EDNS_BUDGET "edns.max_inflight/zone_qps"
+#define NOTE_ETCD "store.etcd"
 
 #define K 1024ull
 #define MIB (K * K)
@@ -164,41 +179,46 @@ static const struct sitem rpz_items[] = {
 static const struct sitem server_items[] = {
 	{ .name = "listen", .type = ST_TARGET,
 	  LST(CS, conf.server.listen, conf.server.nlisten, SF_NONEMPTY),
-	  .min = 53, .defs = listen_defs },
+	  .min = 53, .defs = listen_defs, .restart = true },
 	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.server.threads),
-	  .min = 0, .max = 256, .def = "0" }, /* one per core, as resolver.threads: colocated */
+	  .min = 0, .max = 256, .def = "0", .restart = true }, /* one per core, as resolver.threads: colocated */
 	{ .name = "allow", .type = ST_PREFIX, LST(CS, conf.server.allow, conf.server.nallow, 0),
 	  .defs = allow_defs },
 	{ .name = "control", .type = ST_PATH, FLD(CS, conf.server.control),
-	  .def = "/run/partdns/control.sock" },
-	/* checked against the system's users at start and by partdns -t (resolver/base/privs.c) */
-	{ .name = "user", .type = ST_STR, FLD(CS, conf.server.user), .def = "" },
-	{ .name = "control_group", .type = ST_STR, FLD(CS, conf.server.control_group), .def = "" },
+	  .def = "/run/partdns/control.sock", .restart = true, .restart_note = NOTE_CONTROL },
+	/* checked against the system's users at start and by partdns -t (resolver/base/privs.c);
+	 * root is gone once dropped */
+	{ .name = "user", .type = ST_STR, FLD(CS, conf.server.user), .def = "", .restart = true },
+	{ .name = "control_group", .type = ST_STR, FLD(CS, conf.server.control_group), .def = "",
+	  .restart = true, .restart_note = NOTE_CONTROL },
 	/* no default port: a metrics port is the operator's choice, not a convention */
-	{ .name = "metrics", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.metrics) },
+	{ .name = "metrics", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.metrics),
+	  .restart = true },
 	/* the plan's publication for CDNs (resolver/ops/publish.c); off unless named */
-	{ .name = "http", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.http) },
-	{ .name = "http_allow", .type = ST_PREFIX, LST(CS, conf.server.http_allow, conf.server.nhttp_allow, 0) },
+	{ .name = "http", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.http),
+	  .restart = true, .restart_note = NOTE_HTTP },
+	{ .name = "http_allow", .type = ST_PREFIX, LST(CS, conf.server.http_allow, conf.server.nhttp_allow, 0),
+	  .restart = true, .restart_note = NOTE_HTTP },
 	{ .name = "store", .type = ST_PATH, FLD(CS, conf.server.store),
-	  .def = "/var/lib/partdns" },
+	  .def = "/var/lib/partdns", .restart = true },
 	{ .name = "create_store", .type = ST_BOOL, FLD(CS, conf.server.create_store),
 	  .def = "false" },
 	{ .name = "tcp_idle_ms", .type = ST_UINT, FLD(CS, conf.server.tcp_idle_ms),
-	  .min = 100, .max = 600000, .def = "10000" },
+	  .min = 100, .max = 600000, .def = "10000", .restart = true, .restart_note = NOTE_TCP },
 	{ .name = "tcp_max_clients", .type = ST_UINT, FLD(CS, conf.server.tcp_max_clients),
-	  .min = 1, .max = 100000, .def = "1000" },
+	  .min = 1, .max = 100000, .def = "1000", .restart = true, .restart_note = NOTE_TCP },
 	{ .name = "tcp_message_ms", .type = ST_UINT, FLD(CS, conf.server.tcp_message_ms),
-	  .min = 100, .max = 60000, .def = "2000" },
+	  .min = 100, .max = 60000, .def = "2000", .restart = true, .restart_note = NOTE_TCP },
 	{ .name = "tcp_out_max", .type = ST_SIZE, FLD(CS, conf.server.tcp_out_max),
-	  .min = 16 * K, .max = 64 * MIB, .def = "256K" },
+	  .min = 16 * K, .max = 64 * MIB, .def = "256K", .restart = true, .restart_note = NOTE_TCP },
 	{ .name = "tcp_max_per_client", .type = ST_UINT, FLD(CS, conf.server.tcp_max_per_client),
-	  .min = 1, .max = 65535, .def = "16" },
+	  .min = 1, .max = 65535, .def = "16", .restart = true, .restart_note = NOTE_TCP },
 	{ .name = "client_qps", .type = ST_UINT, FLD(CS, conf.server.client_qps),
-	  .max = 10000000, .def = "5000" },
+	  .max = 10000000, .def = "5000", .restart = true, .restart_note = NOTE_CLIENT },
 	{ .name = "client_prefix4", .type = ST_UINT, FLD(CS, conf.server.client_prefix4),
-	  .min = 8, .max = 32, .def = "32" },
+	  .min = 8, .max = 32, .def = "32", .restart = true, .restart_note = NOTE_CLIENT },
 	{ .name = "client_prefix6", .type = ST_UINT, FLD(CS, conf.server.client_prefix6),
-	  .min = 16, .max = 128, .def = "64" },
+	  .min = 16, .max = 128, .def = "64", .restart = true, .restart_note = NOTE_CLIENT },
 	{ .name = "client_limit_action", .type = ST_ENUM, FLD(CS, conf.server.client_limit_action),
 	  .enums = limit_enums, .def = "slip" },
 	/* the machine's own loopback by default: it cannot be spoofed from
@@ -209,8 +229,9 @@ static const struct sitem server_items[] = {
 	{ .name = "log", .type = ST_ENUM, FLD(CS, conf.server.log), .enums = log_enums, .def = "stderr" },
 	{ .name = "log_level", .type = ST_ENUM, FLD(CS, conf.server.log_level), .enums = log_level_enums,
 	  .def = "info" },
-	/* off unless named: a reader must be listening (fstrm_capture, a collector) */
-	{ .name = "dnstap", .type = ST_STR, FLD(CS, conf.server.dnstap), .def = "" },
+	/* off unless named: a reader must be listening (fstrm_capture, a collector); the writer
+	 * and its queues are made at start */
+	{ .name = "dnstap", .type = ST_STR, FLD(CS, conf.server.dnstap), .def = "", .restart = true },
 	/* 1232: DNS Flag Day 2020, no fragments on common paths; 4096: QUERY_MAX_UDP, the listeners' buffers */
 	{ .name = "max_udp_size", .type = ST_UINT, FLD(CS, conf.server.max_udp_size),
 	  .min = 512, .max = 4096, .def = "1232" },
@@ -222,7 +243,7 @@ static const struct sitem server_items[] = {
 
 static const struct sitem cache_items[] = {
 	{ .name = "max_bytes", .type = ST_SIZE, FLD(CS, conf.cache.max_bytes),
-	  .min = MIB, .max = TIB, .def = "256M" },
+	  .min = MIB, .max = TIB, .def = "256M", .restart = true },
 	{ .name = "min_ttl", .type = ST_UINT, FLD(CS, conf.cache.min_ttl),
 	  .max = TTL_MAX, .def = "0" },
 	{ .name = "max_ttl", .type = ST_UINT, FLD(CS, conf.cache.max_ttl),
@@ -245,64 +266,81 @@ static const struct sitem zone_items[] = {
 	{ .name = NULL },
 };
 
+/* Every key: libunbound contexts (and the EDNS pool's sources) take them when they are made. */
 static const struct sitem resolver_items[] = {
 	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.resolver.threads),
-	  .min = 0, .max = 256, .def = "0" },
-	{ .name = "root_hints", .type = ST_STR, FLD(CS, conf.resolver.root_hints), .def = "" },
+	  .min = 0, .max = 256, .def = "0", .restart = true, .restart_note = NOTE_LIBUNBOUND },
+	{ .name = "root_hints", .type = ST_STR, FLD(CS, conf.resolver.root_hints), .def = "",
+	  .restart = true, .restart_note = NOTE_LIBUNBOUND },
 	/* DS/DNSKEY files, each read as is; one string (the old form) is a list of one */
 	{ .name = "trust_anchor", .type = ST_PATH,
-	  LST(CS, conf.resolver.trust_anchor, conf.resolver.ntrust_anchor, SF_ONE_OK) },
+	  LST(CS, conf.resolver.trust_anchor, conf.resolver.ntrust_anchor, SF_ONE_OK),
+	  .restart = true, .restart_note = NOTE_LIBUNBOUND },
 	{ .name = "forward_zones", SEC(zone_items),
-	  LST(CS, conf.resolver.forward_zones, conf.resolver.nforward_zones, 0) },
+	  LST(CS, conf.resolver.forward_zones, conf.resolver.nforward_zones, 0),
+	  .restart = true, .restart_note = NOTE_LIBUNBOUND },
 	{ .name = "options", .type = ST_OPTIONS, .off = offsetof(CS, conf.resolver.options),
-	  .count_off = offsetof(CS, conf.resolver.noptions) },
+	  .count_off = offsetof(CS, conf.resolver.noptions), .restart = true, .restart_note = NOTE_LIBUNBOUND },
 	{ .name = "zone_qps", .type = ST_UINT, FLD(CS, conf.resolver.zone_qps),
-	  .max = 1000000, .def = "1000" },
+	  .max = 1000000, .def = "1000", .restart = true, .restart_note = NOTE_LIBUNBOUND },
 	{ .name = "domain_insecure", .type = ST_DNAME,
-	  LST(CS, conf.resolver.domain_insecure, conf.resolver.ndomain_insecure, 0) },
+	  LST(CS, conf.resolver.domain_insecure, conf.resolver.ndomain_insecure, 0),
+	  .restart = true, .restart_note = NOTE_LIBUNBOUND },
 	{ .name = "zone_inflight", .type = ST_UINT, FLD(CS, conf.resolver.zone_inflight),
-	  .max = 65535, .def = "200" },
+	  .max = 65535, .def = "200", .restart = true, .restart_note = NOTE_LIBUNBOUND },
 	{ .name = "outgoing", .type = ST_SOURCE,
-	  LST(CS, conf.resolver.outgoing, conf.resolver.noutgoing, 0) },
+	  LST(CS, conf.resolver.outgoing, conf.resolver.noutgoing, 0), .restart = true },
 	{ .name = NULL },
 };
 
 static const struct sitem edns_items[] = {
 	{ .name = "threads", .type = ST_UINT, FLD(CS, conf.edns.threads),
-	  .min = 1, .max = 64, .def = "1" },
+	  .min = 1, .max = 64, .def = "1", .restart = true },
 	{ .name = "policy", .type = ST_ENUM, FLD(CS, conf.edns.policy), .enums = policy_enums,
 	  .def = "iterate" },
 	{ .name = "forward", .type = ST_TARGET, LST(CS, conf.edns.forward, conf.edns.nforward, 0),
 	  .min = 53 },
 	{ .name = "timeout_ms", .type = ST_UINT, FLD(CS, conf.edns.timeout_ms),
 	  .min = 50, .max = 60000, .def = "1500" },
+	/* the pool's budgets and rate table are sized at start */
 	{ .name = "max_inflight", .type = ST_UINT, FLD(CS, conf.edns.max_inflight),
-	  .min = 1, .max = 1000000, .def = "1000" },
+	  .min = 1, .max = 1000000, .def = "1000", .restart = true, .restart_note = NOTE_EDNS_BUDGET },
 	{ .name = "zone_qps", .type = ST_UINT, FLD(CS, conf.edns.zone_qps),
-	  .max = 1000000, .def = "1000" },
+	  .max = 1000000, .def = "1000", .restart = true, .restart_note = NOTE_EDNS_BUDGET },
 	{ .name = "trusted_ecs", .type = ST_PREFIX,
 	  LST(CS, conf.edns.trusted_ecs, conf.edns.ntrusted_ecs, 0) },
 	{ .name = "outgoing", .type = ST_SOURCE,
-	  LST(CS, conf.edns.outgoing, conf.edns.noutgoing, 0) },
-	{ .name = "tier", .type = ST_TARGET, LST(CS, conf.edns.tier, conf.edns.ntier, 0), .min = 53 },
+	  LST(CS, conf.edns.outgoing, conf.edns.noutgoing, 0), .restart = true },
+	/* the pool's node table and probes are made at start */
+	{ .name = "tier", .type = ST_TARGET, LST(CS, conf.edns.tier, conf.edns.ntier, 0), .min = 53,
+	  .restart = true },
 	{ .name = NULL },
 };
 
-/* store.etcd: the fleet's shared store (etcd v3 through its JSON gateway) */
+/* store.etcd: the fleet's shared store (etcd v3 through its JSON gateway); every key is
+ * read when the mirror and registration threads are made, at start */
 static const struct sitem etcd_items[] = {
 	{ .name = "endpoints", .type = ST_TARGET,
-	  LST(CS, conf.store.etcd.endpoints, conf.store.etcd.nendpoints, SF_NONEMPTY), .min = 2379 },
-	{ .name = "prefix", .type = ST_TEXT, FLD(CS, conf.store.etcd.prefix), .def = "/partdns/" },
-	{ .name = "name", .type = ST_TEXT, FLD(CS, conf.store.etcd.name), .def = "" },
-	{ .name = "username", .type = ST_TEXT, FLD(CS, conf.store.etcd.username), .def = "" },
-	{ .name = "password_file", .type = ST_STR, FLD(CS, conf.store.etcd.password_file), .def = "" },
-	{ .name = "ca", .type = ST_STR, FLD(CS, conf.store.etcd.ca), .def = "" },
-	{ .name = "cert", .type = ST_STR, FLD(CS, conf.store.etcd.cert), .def = "" },
-	{ .name = "key", .type = ST_STR, FLD(CS, conf.store.etcd.key), .def = "" },
+	  LST(CS, conf.store.etcd.endpoints, conf.store.etcd.nendpoints, SF_NONEMPTY), .min = 2379,
+	  .restart = true, .restart_note = NOTE_ETCD },
+	{ .name = "prefix", .type = ST_TEXT, FLD(CS, conf.store.etcd.prefix), .def = "/partdns/",
+	  .restart = true, .restart_note = NOTE_ETCD },
+	{ .name = "name", .type = ST_TEXT, FLD(CS, conf.store.etcd.name), .def = "",
+	  .restart = true, .restart_note = NOTE_ETCD },
+	{ .name = "username", .type = ST_TEXT, FLD(CS, conf.store.etcd.username), .def = "",
+	  .restart = true, .restart_note = NOTE_ETCD },
+	{ .name = "password_file", .type = ST_STR, FLD(CS, conf.store.etcd.password_file), .def = "",
+	  .restart = true, .restart_note = NOTE_ETCD },
+	{ .name = "ca", .type = ST_STR, FLD(CS, conf.store.etcd.ca), .def = "",
+	  .restart = true, .restart_note = NOTE_ETCD },
+	{ .name = "cert", .type = ST_STR, FLD(CS, conf.store.etcd.cert), .def = "",
+	  .restart = true, .restart_note = NOTE_ETCD },
+	{ .name = "key", .type = ST_STR, FLD(CS, conf.store.etcd.key), .def = "",
+	  .restart = true, .restart_note = NOTE_ETCD },
 	{ .name = "timeout_ms", .type = ST_UINT, FLD(CS, conf.store.etcd.timeout_ms),
-	  .min = 100, .max = 60000, .def = "2000" },
+	  .min = 100, .max = 60000, .def = "2000", .restart = true, .restart_note = NOTE_ETCD },
 	{ .name = "lease_ttl", .type = ST_UINT, FLD(CS, conf.store.etcd.lease_ttl),
-	  .min = 2, .max = 3600, .def = "10" },
+	  .min = 2, .max = 3600, .def = "10", .restart = true, .restart_note = NOTE_ETCD },
 	{ .name = NULL },
 };
 
@@ -1172,4 +1210,163 @@ void conf_schema_apply_include(struct loader *L, const struct ynode *root)
 	size_t saved = conf_key_push(L, "partitions");
 	walk_section(L, include_items, root, &L->st);
 	conf_key_pop(L, saved);
+}
+
+/* Restart keys: the rows flagged restart, found in the sections below the root (not inside lists). */
+
+struct restart_walk {
+	/* called for each restart row in schema order, with its key path; false stops the walk */
+	bool (*visit)(struct restart_walk *w, const struct sitem *it, const char *path);
+};
+
+static bool walk_restart(struct restart_walk *w, const struct sitem *items, const char *prefix)
+{
+	for (const struct sitem *it = items; it->name != NULL; it++) {
+		char path[LOADER_KEY_MAX];
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix != '\0' ? "." : "", it->name);
+		if (it->restart) {
+			if (!w->visit(w, it, path))
+				return false;
+		} else if (it->type == ST_SECTION && !(it->flags & SF_LIST) && !walk_restart(w, it->sub, path)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* What a reload says when the row's value changed. */
+static const char *restart_note(const struct sitem *it, const char *path)
+{
+	return it->restart_note != NULL ? it->restart_note : path;
+}
+
+static bool strings_same(const char *a, const char *b)
+{
+	return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
+}
+
+static bool value_same(const struct sitem *it, const char *a, const char *b);
+
+/* One value of it's type at a and b: the field itself, or one element of its list. */
+static bool element_same(const struct sitem *it, const void *a, const void *b)
+{
+	switch (it->type) {
+	case ST_SECTION: /* a list's element: every row of it, at offsets from the element */
+		for (const struct sitem *sub = it->sub; sub->name != NULL; sub++)
+			if (!value_same(sub, a, b))
+				return false;
+		return true;
+	case ST_UINT:
+	case ST_BOOL:
+	case ST_SIZE:
+	case ST_ENUM:
+		return memcmp(a, b, it->size) == 0;
+	case ST_TARGET:
+	case ST_SOURCE: /* as written, normalized: what the daemon bound or sends from */
+		return strcmp(((const struct conf_addr *)a)->text, ((const struct conf_addr *)b)->text) == 0;
+	case ST_PREFIX:
+	case ST_ADDR4:
+	case ST_PREFIX6:
+		return prefix_equal(a, b);
+	case ST_OPTIONS: {
+		const struct conf_option *x = a, *y = b;
+		return strings_same(x->name, y->name) && strings_same(x->value, y->value);
+	}
+	default:
+		assert(is_string_type(it->type));
+		return strings_same(*(char *const *)a, *(char *const *)b);
+	}
+}
+
+/* Does row it hold the same value in a and b (each the base its offsets count from)? */
+static bool value_same(const struct sitem *it, const char *a, const char *b)
+{
+	if (it->type == ST_SECTION && !(it->flags & SF_LIST)) { /* its rows count from the same base */
+		for (const struct sitem *sub = it->sub; sub->name != NULL; sub++)
+			if (!value_same(sub, a, b))
+				return false;
+		return true;
+	}
+	if (!(it->flags & SF_LIST) && it->type != ST_OPTIONS)
+		return element_same(it, a + it->off, b + it->off);
+	size_t na, nb;
+	memcpy(&na, a + it->count_off, sizeof(na));
+	memcpy(&nb, b + it->count_off, sizeof(nb));
+	if (na != nb)
+		return false;
+	const char *xa, *xb;
+	memcpy(&xa, a + it->off, sizeof(xa));
+	memcpy(&xb, b + it->off, sizeof(xb));
+	size_t size = it->type == ST_OPTIONS ? sizeof(struct conf_option) : it->size;
+	for (size_t i = 0; i < na; i++)
+		if (!element_same(it, xa + i * size, xb + i * size))
+			return false;
+	return true;
+}
+
+struct restart_keys {
+	struct restart_walk w;
+	void (*fn)(const char *key, const char *note, void *arg);
+	void *arg;
+};
+
+static bool visit_key(struct restart_walk *w, const struct sitem *it, const char *path)
+{
+	struct restart_keys *k = (struct restart_keys *)w;
+	k->fn(path, restart_note(it, path), k->arg);
+	return true;
+}
+
+void conf_schema_restart_keys(void (*fn)(const char *key, const char *note, void *arg), void *arg)
+{
+	struct restart_keys k = { .w.visit = visit_key, .fn = fn, .arg = arg };
+	walk_restart(&k.w, root_items, "");
+}
+
+/* The first row in schema order with a note whose value differs between old and neu. */
+struct first_changed {
+	struct restart_walk w;
+	const struct conf_state *old, *neu;
+	const char *note;
+	const struct sitem *found;
+};
+
+static bool visit_first(struct restart_walk *w, const struct sitem *it, const char *path)
+{
+	struct first_changed *f = (struct first_changed *)w;
+	if (strcmp(restart_note(it, path), f->note) != 0 ||
+	    value_same(it, (const char *)f->old, (const char *)f->neu))
+		return true;
+	f->found = it;
+	return false;
+}
+
+struct restart_changes {
+	struct restart_walk w;
+	const struct conf_state *old, *neu;
+	void (*fn)(const char *note, void *arg);
+	void *arg;
+	size_t n;
+};
+
+/* A changed row gives its note, unless an earlier changed row of the same note gave it. */
+static bool visit_changed(struct restart_walk *w, const struct sitem *it, const char *path)
+{
+	struct restart_changes *c = (struct restart_changes *)w;
+	const char *note = restart_note(it, path);
+	struct first_changed f = { .w.visit = visit_first, .old = c->old, .neu = c->neu, .note = note };
+	walk_restart(&f.w, root_items, "");
+	if (f.found == it) {
+		c->fn(note, c->arg);
+		c->n++;
+	}
+	return true;
+}
+
+size_t conf_schema_restart_changes(const struct conf_state *old, const struct conf_state *neu,
+                                   void (*fn)(const char *note, void *arg), void *arg)
+{
+	struct restart_changes c = { .w.visit = visit_changed, .old = old, .neu = neu, .fn = fn, .arg = arg };
+	walk_restart(&c.w, root_items, "");
+	return c.n;
 }

@@ -19,3 +19,10 @@ void conf_schema_apply_include(struct loader *L, const struct ynode *root);
 
 /** Free everything the schema allocated in st (the conf part too). */
 void conf_schema_free(struct conf_state *st);
+
+/** Each key flagged restart, in schema order: its path and the note a reload gives for it (conf_restart_keys). */
+void conf_schema_restart_keys(void (*fn)(const char *key, const char *note, void *arg), void *arg);
+
+/** The notes of restart keys whose values differ, each once, in schema order (conf_restart_changes). */
+size_t conf_schema_restart_changes(const struct conf_state *old, const struct conf_state *neu,
+                                   void (*fn)(const char *note, void *arg), void *arg);

@@ -150,128 +150,13 @@ static int rekey_partitions(const uint8_t *key, size_t klen, uint8_t *out, void 
 	return 1;
 }
 
-static bool addrs_same(const struct conf_addr *a, size_t na, const struct conf_addr *b, size_t nb)
+/* A key a running daemon cannot change was changed (conf_restart_changes): say so. */
+static void note_restart(const char *note, void *arg)
 {
-	for (size_t i = 0; na == nb && i < na; i++)
-		if (strcmp(a[i].text, b[i].text) != 0)
-			return false;
-	return na == nb;
-}
-
-static bool prefixes_same(const struct prefix *a, size_t na, const struct prefix *b, size_t nb)
-{
-	for (size_t i = 0; na == nb && i < na; i++)
-		if (!prefix_equal(&a[i], &b[i]))
-			return false;
-	return na == nb;
-}
-
-static bool forward_zones_same(const struct conf *a, const struct conf *b)
-{
-	if (a->resolver.nforward_zones != b->resolver.nforward_zones)
-		return false;
-	for (size_t i = 0; i < a->resolver.nforward_zones; i++) {
-		const struct conf_forward_zone *x = &a->resolver.forward_zones[i], *y = &b->resolver.forward_zones[i];
-		if (strcmp(x->name, y->name) != 0 || !addrs_same(x->servers, x->nservers, y->servers, y->nservers))
-			return false;
-	}
-	return true;
-}
-
-static bool options_same(const struct conf *a, const struct conf *b)
-{
-	if (a->resolver.noptions != b->resolver.noptions)
-		return false;
-	for (size_t i = 0; i < a->resolver.noptions; i++)
-		if (strcmp(a->resolver.options[i].name, b->resolver.options[i].name) != 0 ||
-		    strcmp(a->resolver.options[i].value, b->resolver.options[i].value) != 0)
-			return false;
-	return true;
-}
-
-/*
- * Keys that a running daemon cannot change, compared with the values it
- * started with (old): a key changed by an earlier reload and changed back is
- * no change, and one changed twice is still noted.
- */
-static bool names_same(char *const *a, size_t na, char *const *b, size_t nb)
-{
-	for (size_t i = 0; na == nb && i < na; i++)
-		if (strcmp(a[i], b[i]) != 0)
-			return false;
-	return na == nb;
-}
-
-static void note_restart_keys(const struct conf *old, const struct conf *neu, FILE *err)
-{
-	bool listen_same = old->server.nlisten == neu->server.nlisten;
-	for (size_t i = 0; listen_same && i < old->server.nlisten; i++)
-		listen_same = strcmp(old->server.listen[i].text, neu->server.listen[i].text) == 0;
-	const char *what[24];
-	int n = 0;
-	if (!listen_same)
-		what[n++] = "server.listen";
-	if (old->server.threads != neu->server.threads)
-		what[n++] = "server.threads";
-	if (strcmp(old->server.store, neu->server.store) != 0)
-		what[n++] = "server.store";
-	if (old->cache.max_bytes != neu->cache.max_bytes)
-		what[n++] = "cache.max_bytes";
-	if (old->edns.threads != neu->edns.threads)
-		what[n++] = "edns.threads";
-	if (old->edns.max_inflight != neu->edns.max_inflight || old->edns.zone_qps != neu->edns.zone_qps)
-		what[n++] = "edns.max_inflight/zone_qps"; /* the pool's budgets and rate table are sized at start */
-	if (strcmp(old->server.user, neu->server.user) != 0) /* root is gone once dropped */
-		what[n++] = "server.user";
-	if (strcmp(old->server.control_group, neu->server.control_group) != 0 ||
-	    strcmp(old->server.control, neu->server.control) != 0)
-		what[n++] = "server.control/control_group";
-	if (strcmp(old->server.dnstap, neu->server.dnstap) != 0) /* the writer and its queues are made at start */
-		what[n++] = "server.dnstap";
-	if (strcmp(old->server.metrics.text, neu->server.metrics.text) != 0)
-		what[n++] = "server.metrics";
-	if (strcmp(old->server.http.text, neu->server.http.text) != 0 ||
-	    !prefixes_same(old->server.http_allow, old->server.nhttp_allow, neu->server.http_allow,
-	                   neu->server.nhttp_allow))
-		what[n++] = "server.http/http_allow";
-	if (old->server.tcp_idle_ms != neu->server.tcp_idle_ms ||
-	    old->server.tcp_max_clients != neu->server.tcp_max_clients ||
-	    old->server.tcp_message_ms != neu->server.tcp_message_ms ||
-	    old->server.tcp_out_max != neu->server.tcp_out_max ||
-	    old->server.tcp_max_per_client != neu->server.tcp_max_per_client)
-		what[n++] = "server.tcp_*";
-	if (old->server.client_qps != neu->server.client_qps ||
-	    old->server.client_prefix4 != neu->server.client_prefix4 ||
-	    old->server.client_prefix6 != neu->server.client_prefix6)
-		what[n++] = "server.client_qps/client_prefix4/client_prefix6";
-	/* libunbound contexts and the EDNS pool take their sources when they are made */
-	if (!addrs_same(old->resolver.outgoing, old->resolver.noutgoing, neu->resolver.outgoing,
-	                neu->resolver.noutgoing))
-		what[n++] = "resolver.outgoing";
-	if (!addrs_same(old->edns.outgoing, old->edns.noutgoing, neu->edns.outgoing, neu->edns.noutgoing))
-		what[n++] = "edns.outgoing";
-	const struct conf_etcd *oe = &old->store.etcd, *ne = &neu->store.etcd;
-	if (!addrs_same(oe->endpoints, oe->nendpoints, ne->endpoints, ne->nendpoints) ||
-	    strcmp(oe->prefix, ne->prefix) != 0 || strcmp(oe->name, ne->name) != 0 ||
-	    strcmp(oe->username, ne->username) != 0 || strcmp(oe->password_file, ne->password_file) != 0 ||
-	    strcmp(oe->ca, ne->ca) != 0 || strcmp(oe->cert, ne->cert) != 0 || strcmp(oe->key, ne->key) != 0 ||
-	    oe->timeout_ms != ne->timeout_ms || oe->lease_ttl != ne->lease_ttl)
-		what[n++] = "store.etcd"; /* the mirror and registration threads are made at start */
-	if (!addrs_same(old->edns.tier, old->edns.ntier, neu->edns.tier, neu->edns.ntier))
-		what[n++] = "edns.tier"; /* the EDNS pool's node table and probes are made at start */
-	if (strcmp(old->resolver.root_hints, neu->resolver.root_hints) != 0 ||
-	    !names_same(old->resolver.trust_anchor, old->resolver.ntrust_anchor, neu->resolver.trust_anchor,
-	                neu->resolver.ntrust_anchor) ||
-	    !forward_zones_same(old, neu) || !options_same(old, neu) || old->resolver.threads != neu->resolver.threads ||
-	    old->resolver.zone_qps != neu->resolver.zone_qps || old->resolver.zone_inflight != neu->resolver.zone_inflight ||
-	    !names_same(old->resolver.domain_insecure, old->resolver.ndomain_insecure, neu->resolver.domain_insecure,
-	                neu->resolver.ndomain_insecure))
-		what[n++] = "resolver.* (libunbound)";
-	for (int i = 0; i < n; i++) {
-		log_warn("reload: %s changed; it takes effect at the next restart", what[i]);
-		if (err)
-			fprintf(err, "note: %s changed; it takes effect at the next restart\n", what[i]);
-	}
+	FILE *err = arg;
+	log_warn("reload: %s changed; it takes effect at the next restart", note);
+	if (err)
+		fprintf(err, "note: %s changed; it takes effect at the next restart\n", note);
 }
 
 _Static_assert((int)CONF_LOG_ERROR == (int)LOG_LEVEL_ERR && (int)CONF_LOG_DEBUG == (int)LOG_LEVEL_DEBUG,
@@ -320,7 +205,9 @@ static struct conf *load_checked(struct daemon *d, const struct conf *cur, FILE 
 		*rc = CONF_E_INVALID;
 		return NULL;
 	}
-	note_restart_keys(snapshot_conf_get(d->boot), c, err);
+	/* against the values it started with: a key changed by an earlier reload
+	 * and changed back is no change, and one changed twice is still noted */
+	conf_restart_changes(snapshot_conf_get(d->boot), c, note_restart, err);
 	return c;
 }
 
