@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The configuration reference documents every key the loader knows, and
-# nothing the loader does not know; README.md and docs/ point nowhere
+# nothing the loader does not know, and marks **restart** exactly the keys
+# whose schema rows are flagged restart; README.md and docs/ point nowhere
 # outside the repository.
 #
 # usage: check_reference.sh SOURCE_DIR
@@ -52,6 +53,13 @@ table != "" && /\.name = "/ {
 	s = $0; sub(/.*\.name = "/, "", s); sub(/".*/, "", s)
 	if (table in prefix) print prefix[table] s
 	if (table in also) print also[table] s
+	row = (table in prefix) ? prefix[table] s : ""; restart = 0
+}
+# a row flagged restart (it may span lines: up to its closing "},")
+table != "" && row != "" && /\.restart = true/ { restart = 1 }
+table != "" && row != "" && /\},[ \t]*(\/\*.*)?$/ {
+	if (restart) print "RESTART " row
+	row = ""
 }
 ' "$schema")
 
@@ -61,7 +69,11 @@ fi
 roots=$(grep '^ROOT' <<<"$schema_keys" | sed 's/^ROOT//' | sort | tr '\n' ' ')
 [ "$roots" = "cache edns local_zones partitions resolver rpz server store " ] ||
 	err "the top-level sections of conf/schema.c are '$roots'; update the prefix map in $0"
-keys=$(grep -v -e '^ROOT' -e '^UNKNOWN_TABLE' <<<"$schema_keys" | sort -u)
+keys=$(grep -v -e '^ROOT' -e '^UNKNOWN_TABLE' -e '^RESTART' <<<"$schema_keys" | sort -u)
+restart_keys=$(grep '^RESTART' <<<"$schema_keys" | sed 's/^RESTART //' | sort -u)
+# a floor, as for the keys: the rows flagged restart (the reload's notes) are many
+nrestart=$(grep -c . <<<"$restart_keys")
+[ "$nrestart" -ge 30 ] || err "found only $nrestart restart rows in conf/schema.c; the parse in $0 no longer follows it"
 nkeys=$(wc -l <<<"$keys")
 # a floor, so a parse that finds nothing cannot pass
 [ "$nkeys" -ge 50 ] || err "found only $nkeys keys in conf/schema.c; the parse in $0 no longer follows it"
@@ -99,6 +111,23 @@ while IFS= read -r term; do
 	k=${term#\`}; k=${k%\`}
 	grep -qxF -- "$k" <<<"$keys" || err "docs/man/partdns.yaml.5.md documents $k, which conf/schema.c does not have"
 done < <(grep -E '^`[a-z_0-9]+(\[\])?\.[][a-z_0-9.]+`$' "$ref")  # rpz[].x, local_zones[].x too
+
+# Each key's entry says **restart** exactly when its schema row is flagged
+# restart (a reload notes the change); a key under a section whose entry says
+# it for every key below (store.etcd) counts as marked, and such a section's
+# own entry may say it.
+entry() { # the lines of KEY's entry: its term up to the next term or heading
+	awk -v t="\`$1\`" '$0 == t { on = 1; next } on && (/^`/ || /^#/) { exit } on' "$ref"
+}
+for k in $keys; do
+	if grep -qxF -- "$k" <<<"$restart_keys"; then
+		entry "$k" | grep -qF '**restart**' || entry "${k%.*}" | grep -qF '**restart**' ||
+			err "$k is flagged restart in conf/schema.c, but its entry in docs/man/partdns.yaml.5.md does not say **restart**"
+	elif entry "$k" | grep -qF '**restart**' &&
+		! awk -v p="$k." 'index($0, p) == 1 { f = 1 } END { exit !f }' <<<"$restart_keys"; then
+		err "docs/man/partdns.yaml.5.md says $k is **restart**, but its schema row is not flagged restart (a reload would not note it)"
+	fi
+done
 
 # README.md and docs/ are the project's own: nothing points outside the repository.
 hits=$(grep -rnI -e '\.\./shared' -e 'DESIGN\.md' "$src/README.md" "$src/docs" 2>/dev/null)
