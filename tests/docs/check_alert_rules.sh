@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The alert rules load (promtool check rules docs/prometheus/alerts.yml) and
+# pass their unit tests (promtool test rules tests/docs/alerts_test.yml: for
+# each rule, series in which it fires and series in which it stays quiet).
+# Skipped (77) without promtool (tools/deps.sh installs prometheus).
+# Usage: check_alert_rules.sh SOURCE_DIR
+set -u
+SRC=${1:?usage: check_alert_rules.sh SOURCE_DIR}
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "check_alert_rules: promtool not installed (tools/deps.sh installs prometheus): skipped"
+  exit 77
+fi
+# relative paths, as the test file names its rule file relative to itself
+cd "$SRC" || exit 1
+fail=0
+promtool check rules docs/prometheus/alerts.yml || fail=1
+promtool test rules tests/docs/alerts_test.yml || fail=1
+# every rule of alerts.yml has a test that fires it and one in which it is quiet
+rules=$(sed -n 's/^ *- alert: *\([A-Za-z0-9_]*\).*/\1/p' docs/prometheus/alerts.yml | sort -u)
+[ "$(wc -w <<<"$rules")" -ge 10 ] || { echo "check_alert_rules: only $(wc -w <<<"$rules") rules read from alerts.yml" >&2; fail=1; }
+for r in $rules; do
+  tests=$(awk -v r="$r" '
+    /^ *alertname:/ { a = $2; next }
+    /^ *exp_alerts: *\[\] *$/ { if (a == r) q = 1; next }
+    /^ *exp_alerts: *$/ { if (a == r) f = 1; next }
+    END { print (f ? "fires" : "") " " (q ? "quiet" : "") }' tests/docs/alerts_test.yml)
+  [ "$tests" = "fires quiet" ] ||
+    { echo "check_alert_rules: $r needs a test in which it fires and one in which it stays quiet (found:$tests)" >&2; fail=1; }
+done
+exit "$fail"
