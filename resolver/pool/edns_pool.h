@@ -3,18 +3,18 @@
 #pragma once
 
 /*
- * resolve_edns.c's sections by their functions' prefix, from the bottom up
- * (each calls only the ones listed before it):
- *   edns_zcache_     zone cuts a thread knows: the cache, the bound a cut is
+ * The EDNS pool's files, from the bottom up (each calls only the ones listed
+ * before it):
+ *   edns_zcache.c    zone cuts a thread knows: the cache, the bound a cut is
  *                    looked for up to, the discoveries in flight
- *   edns_health_     fair shares, server health, zone query rates (and the
+ *   edns_health.c    fair shares, server health, zone query rates (and the
  *                    hints that let listeners refuse early)
- *   edns_sock_       upstream sockets: edns.outgoing, random ports, closing
- *   edns_res_        how a resolution ends: its spliced answer, done, failed
- *   edns_exchange_   the ECS-bearing query to a zone's servers and the reply
- *   edns_lookup_     libunbound lookups: the zone cut, nameserver addresses
- *   edns_probe_      edns.tier's probes
- *   the rest         a resolution's start and hops, timeouts, the threads, the pool
+ *   edns_sock.c      upstream sockets: edns.outgoing, random ports, closing
+ *   edns_res.c       how a resolution ends: its spliced answer, done, failed
+ *   edns_exchange.c  the ECS-bearing query to a zone's servers and the reply
+ *   edns_lookup.c    libunbound lookups: the zone cut, nameserver addresses
+ *   edns_probe.c     edns.tier's probes
+ *   resolve_edns.c   a resolution's start and hops, timeouts, the threads, the pool
  */
 
 #include <pthread.h>
@@ -37,7 +37,7 @@
 #include "wire/wire.h"
 
 #define BUDGET_SLOTS 1024     /* flagged rules whose resolutions in flight are counted */
-#define BELOW_BITS 16384      /* the zone-cut cache's "a cut is cached below" filter (edns_zcache_*) */
+#define BELOW_BITS 16384      /* the zone-cut cache's "a cut is cached below" filter (edns_zcache.c) */
 #define HEALTH_BACKOFF_MAX_MS 120000 /* the longest a server is down, and a failed cut remembered */
 
 struct ub_ctx;
@@ -69,7 +69,7 @@ struct zentry {
 	struct sockaddr_storage addr[EDNS_MAX_SERVERS];
 };
 
-/* The zone cuts a thread knows (edns_zcache_*). */
+/* The zone cuts a thread knows (edns_zcache.c). */
 struct edns_zcache {
 	struct zentry *slot;          /* ZCACHE_SLOTS */
 	/* bit hash(Z) % BELOW_BITS set: the cache may hold an entry below Z (a
@@ -114,7 +114,7 @@ struct shed_hint {
 	_Atomic int zone_labels;
 };
 
-/* A thread's server health and zone query rates (edns_health_*). */
+/* A thread's server health and zone query rates (edns_health.c). */
 struct edns_health {
 	struct shealth *servers;      /* HEALTH_SLOTS */
 	struct zrate *rates;          /* RATE_SLOTS */
@@ -128,7 +128,7 @@ struct tprobe {
 	uint16_t id;
 };
 
-/* edns.tier's probes: the first thread sends them all, for the pool (edns_probe_*). */
+/* edns.tier's probes: the first thread sends them all, for the pool (edns_probe.c). */
 struct edns_probes {
 	struct tprobe *node;          /* one per tier node; NULL = none (other threads, or no tier) */
 	uint64_t next_ns;             /* the next round */
@@ -148,7 +148,7 @@ struct ethread {
 	struct edns_health health;
 	struct counters ctr;
 	struct histogram latency;     /* an upstream query sent to its matching response */
-	unsigned out_next[2];         /* round robin over the pool's IPv4, IPv6 source addresses (edns_sock_*) */
+	unsigned out_next[2];         /* round robin over the pool's IPv4, IPv6 source addresses (edns_sock.c) */
 	struct dnstap_queue *tap;     /* server.dnstap: this thread's queue; NULL = off */
 	struct edns_probes probe;
 	uint8_t buf[65535 + 2];
@@ -156,7 +156,7 @@ struct ethread {
 
 /* ---- the pool ---- */
 
-/* Resolutions in flight and the fair shares of them (edns_health_*). */
+/* Resolutions in flight and the fair shares of them (edns_health.c). */
 struct edns_budget {
 	unsigned max_inflight;
 	atomic_uint inflight;
@@ -167,7 +167,7 @@ struct edns_budget {
 	_Atomic uint64_t shed;        /* flagged misses refused by the listeners on a shed_hint */
 };
 
-/* edns.outgoing by family; both empty: the kernel picks (any address) (edns_sock_*). */
+/* edns.outgoing by family; both empty: the kernel picks (any address) (edns_sock.c). */
 struct edns_outgoing {
 	struct conf_addr *addr[2];    /* [0] IPv4, [1] IPv6 */
 	size_t n[2];
@@ -200,7 +200,7 @@ struct eval {
 	char why[VAL_MAX_NEEDS][160];    /* libunbound's why_bogus, copied */
 };
 
-/* Finding the zone cut of a hop (edns_lookup_*, edns_zcache_*). */
+/* Finding the zone cut of a hop (edns_lookup.c, edns_zcache.c). */
 struct eres_cut {
 	uint8_t bound[WIRE_MAX_NAME]; /* the highest zone the cut of this hop may be taken from */
 	size_t bound_len;
@@ -222,7 +222,7 @@ struct eres_zone {
 	int cur, tries;               /* the server asked now (sv.addr[cur % naddr]); attempts of this hop */
 };
 
-/* One query to one server and its reply (edns_exchange_*, edns_sock_*). */
+/* One query to one server and its reply (edns_exchange.c, edns_sock.c). */
 struct eres_exchange {
 	int fd;                       /* -1: none open */
 	bool tcp, tcp_sent;
