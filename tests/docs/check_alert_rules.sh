@@ -3,6 +3,8 @@
 # The alert rules load (promtool check rules docs/prometheus/alerts.yml) and
 # pass their unit tests (promtool test rules tests/docs/alerts_test.yml: for
 # each rule, series in which it fires and series in which it stays quiet).
+# The Grafana dashboard's queries parse too (as recording rules, through
+# check_metric_names.py --as-rules, when the Debian python is there).
 # Skipped (77) without promtool (tools/deps.sh installs prometheus).
 # Usage: check_alert_rules.sh SOURCE_DIR
 set -u
@@ -16,6 +18,18 @@ cd "$SRC" || exit 1
 fail=0
 promtool check rules docs/prometheus/alerts.yml || fail=1
 promtool test rules tests/docs/alerts_test.yml || fail=1
+if [ -x /usr/bin/python3 ]; then
+  tmp=$(mktemp -d) || exit 1
+  trap 'rm -rf "$tmp"' EXIT
+  if /usr/bin/python3 tests/docs/check_metric_names.py --as-rules docs/grafana/partdns.json > "$tmp/dashboard.yml"; then
+    echo "docs/grafana/partdns.json's queries:"
+    promtool check rules "$tmp/dashboard.yml" || fail=1
+  else
+    fail=1
+  fi
+else
+  echo "check_alert_rules: no /usr/bin/python3: the dashboard's queries not parsed"
+fi
 # every rule of alerts.yml has a test that fires it and one in which it is quiet
 rules=$(sed -n 's/^ *- alert: *\([A-Za-z0-9_]*\).*/\1/p' docs/prometheus/alerts.yml | sort -u)
 [ "$(wc -w <<<"$rules")" -ge 10 ] || { echo "check_alert_rules: only $(wc -w <<<"$rules") rules read from alerts.yml" >&2; fail=1; }

@@ -8,6 +8,11 @@ empty panel.
 
 Usage: check_metric_names.py SOURCE_DIR [FILE...]
 (FILE: rule files (.yml) and dashboards (.json) to check instead of the two.)
+A dashboard must also take its datasource from the ${DS_PROMETHEUS} input on
+every panel and query, and have an "instance" variable every query uses.
+
+check_metric_names.py --as-rules DASHBOARD prints the dashboard's queries as
+recording rules (Grafana's variables replaced), for promtool check rules.
 
 Standard library only (run by the Debian /usr/bin/python3, no PyYAML): the
 expressions of the rule file are read from its `expr:` lines, which must be
@@ -98,6 +103,59 @@ def exprs_of_dashboard(path):
     return out
 
 
+def dashboard_problems(path):
+    """What a dashboard shared for import must have: the ${DS_PROMETHEUS} input on every panel and target,
+    the instance variable, and every query filtered by it."""
+    d = json.load(open(path, encoding="utf-8"))
+    bad = []
+    if not any(i.get("name") == "DS_PROMETHEUS" and i.get("pluginId") == "prometheus" for i in d.get("__inputs", [])):
+        bad.append(f"{path}: no __inputs entry DS_PROMETHEUS (a prometheus datasource)")
+    variables = {v.get("name") for v in d.get("templating", {}).get("list", [])}
+    if "instance" not in variables:
+        bad.append(f"{path}: no template variable 'instance'")
+    panels = []
+
+    def collect(ps):
+        for p in ps:
+            panels.append(p)
+            collect(p.get("panels", []))
+    collect(d.get("panels", []))
+    ids = [p.get("id") for p in panels]
+    if len(ids) != len(set(ids)):
+        bad.append(f"{path}: panel ids are not unique")
+    ntargets = 0
+    for p in panels:
+        if p.get("type") == "row":
+            continue
+        for what, ds in [("panel", p.get("datasource"))] + [("target " + t.get("refId", "?"), t.get("datasource"))
+                                                             for t in p.get("targets", [])]:
+            if not isinstance(ds, dict) or ds.get("uid") != "${DS_PROMETHEUS}":
+                bad.append(f"{path}: {p.get('title')!r} {what}: datasource is not ${{DS_PROMETHEUS}}")
+        if not p.get("targets"):
+            bad.append(f"{path}: {p.get('title')!r} has no query")
+        for t in p.get("targets", []):
+            ntargets += 1
+            if "$instance" not in t.get("expr", ""):
+                bad.append(f"{path}: {p.get('title')!r} target {t.get('refId')}: not filtered by $instance")
+    if ntargets < 20:
+        bad.append(f"{path}: only {ntargets} queries found")
+    return bad
+
+
+def as_rules(path):
+    """The dashboard's expressions as recording rules, Grafana's variables replaced, for promtool check rules."""
+    print("groups:\n  - name: dashboard\n    rules:")
+    for n, (where, expr) in enumerate(exprs_of_dashboard(path)):
+        if expr.startswith("legend:"):
+            continue
+        m = re.fullmatch(r'\s*label_values\((.*),\s*[a-zA-Z_][a-zA-Z0-9_]*\s*\)\s*', expr, re.S)
+        if m:
+            expr = m.group(1)
+        expr = re.sub(r'\$__(rate_interval|interval|range)\b', "5m", expr)
+        expr = re.sub(r'\$\{?[a-zA-Z_][a-zA-Z0-9_]*\}?', ".*", expr)
+        print(f"      - record: dashboard:expr_{n}\n        # {where}\n        expr: {json.dumps(expr)}")
+
+
 def names_in(expr):
     """Metric names, label names and (label, op, value) matchers of a PromQL expression."""
     metrics, labels, matchers = [], [], []
@@ -170,6 +228,9 @@ def names_in(expr):
 def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
+    if sys.argv[1] == "--as-rules":
+        as_rules(sys.argv[2])
+        return
     src = sys.argv[1]
     files = sys.argv[2:] or [f"{src}/docs/prometheus/alerts.yml", f"{src}/docs/grafana/partdns.json"]
     families, histograms, label_names, strings = exported(f"{src}/resolver/ops/metrics.c")
@@ -184,7 +245,11 @@ def main():
 
     bad, nexpr, used = [], 0, set()
     for path in files:
-        exprs = exprs_of_dashboard(path) if path.endswith(".json") else exprs_of_rules(path)
+        if path.endswith(".json"):
+            bad += dashboard_problems(path)
+            exprs = exprs_of_dashboard(path)
+        else:
+            exprs = exprs_of_rules(path)
         if not exprs:
             bad.append(f"{path}: no expression found")
         for where, expr in exprs:
