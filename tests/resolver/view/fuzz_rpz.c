@@ -2,7 +2,7 @@
 /*
  * libFuzzer target `rpz`: arbitrary text as a response policy zone file
  * (rpz.example.), through ldns's zone-file reader and partdns' trigger and
- * action decoding and table building. Seeds: tests/resolver/corpus/rpz.
+ * action decoding and table building. Seeds: tests/resolver/view/corpus/rpz.
  */
 #include <stdint.h>
 #include <stdio.h>

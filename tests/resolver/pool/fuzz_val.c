@@ -5,7 +5,7 @@
  * the DNSKEY lookups', bits 2-3 the SOA lookups'), two bytes of length and
  * that many bytes of "DNSKEY answer" (handed to every secure DNSKEY need),
  * then the answer; qname and qtype are the answer's question. Seeds: the
- * messages tests/resolver/test_val.c signs (PARTDNS_VAL_CORPUS=DIR).
+ * messages tests/resolver/pool/test_val.c signs (PARTDNS_VAL_CORPUS=DIR).
  */
 #include <stdint.h>
 #include <stdlib.h>

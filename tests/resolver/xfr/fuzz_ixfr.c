@@ -8,7 +8,7 @@
  *   bytes 5..6   length L of the copy's text, big-endian; then L bytes of it
  *   then         messages, each a 2-byte big-endian length and the message
  *                (as over TCP); one that ldns cannot parse ends the input
- * Seeds (tests/resolver/corpus/ixfr), written by hand in the shapes knotd
+ * Seeds (tests/resolver/xfr/corpus/ixfr), written by hand in the shapes knotd
  * and xfrprimary.c send: up to date, older, differences across two
  * messages, a deletion that does not apply, an AXFR-style answer, an AXFR,
  * a broken chain.
