@@ -105,6 +105,217 @@ static bool is_dnssec_type(uint16_t type)
 	return type == 46 || type == 47 || type == 50;
 }
 
+/* The state of one pass over an upstream answer (prepare_one). */
+struct prep {
+	/* asked */
+	const uint8_t *resp;
+	size_t len;
+	const struct wire_limits *lim;
+	bool strip, adopt;
+	/* the message read */
+	uint16_t flags, qtype;
+	unsigned count[3];
+	uint8_t qname[WIRE_MAX_NAME];
+	size_t qname_len;
+	size_t pos;             /* the next record of resp */
+	size_t an_pos;          /* the answer section of resp */
+	struct sig_cap caps[SIG_CAPS];
+	unsigned ncaps;
+	/* the output: adopted, resp up to out_end; else e's */
+	struct wire_enc *e;
+	uint8_t *marks;         /* adopt: label starts, one bit per byte of resp */
+	uint16_t *offs;         /* per record kept: where its TTL is */
+	uint32_t *tvals;        /* ... and that TTL, clamped */
+	unsigned nttl, nttl_pre, nout[3];
+	size_t qd_end, ns_end, out_end;
+	/* found */
+	uint32_t min_anns, min_an, soa_neg;
+	bool seen_opt, have_soa, has_dnssec;
+	uint8_t ext_rcode;
+	size_t soa_ttl_pos;
+};
+
+/* Header and question; re-encoding, they are copied to e. */
+static int prep_question(struct prep *p)
+{
+	if (p->len < WIRE_HEADER_SIZE || rd16(p->resp + 4) != 1)
+		return WIRE_E_FORMERR;
+	p->flags = rd16(p->resp + 2);
+	p->count[0] = rd16(p->resp + 6);
+	p->count[1] = rd16(p->resp + 8);
+	p->count[2] = rd16(p->resp + 10);
+	int rc = wire_question_read(p->resp, p->len, &p->pos, p->qname, &p->qname_len);
+	if (rc == 0 && p->adopt)
+		wire_mark_name(p->resp, WIRE_HEADER_SIZE, p->marks); /* no pointer: wire_name_read allows none this early */
+	if (rc == 0 && !p->adopt) {
+		rc = wire_enc_put(p->e, p->resp, WIRE_HEADER_SIZE);
+		if (rc == 0)
+			rc = wire_enc_name(p->e, p->qname, p->qname_len, false);
+		if (rc == 0)
+			rc = wire_enc_put(p->e, p->resp + p->pos - 4, 4);
+	}
+	if (rc != 0)
+		return rc;
+	p->qtype = rd16(p->resp + p->pos - 4);
+	p->ncaps = sig_caps_scan(p->resp, p->len, p->pos, p->count, p->caps);
+	p->an_pos = p->pos;
+	p->qd_end = p->adopt ? p->pos : p->e->len;
+	p->out_end = p->qd_end;
+	return 0;
+}
+
+/* The OPT record: dropped, its options (ECS, cookies) are between upstream
+ * and us; only its extended RCODE is kept. */
+static int prep_opt(struct prep *p, int s, const struct wire_raw_rr *rr)
+{
+	if (s != 2 || p->seen_opt || rr->owner_len != 1 ||
+	    wire_opt_options(p->resp + rr->rdata, rr->rdlen, false, NULL, NULL) != 0)
+		return WIRE_E_FORMERR;
+	p->seen_opt = true;
+	p->ext_rcode = (uint8_t)(rr->ttl >> 24);
+	return 0;
+}
+
+/* The TTL a record of section s is kept with: capped by its signature's
+ * Original TTL, then clamped to the limits. */
+static int prep_ttl(const struct prep *p, int s, size_t at, const uint8_t *owner, const struct wire_raw_rr *rr,
+		    uint32_t *ttl)
+{
+	uint32_t t = ttl_sane(rr->ttl);
+	if (s < 2 && (p->ncaps > 0 || rr->type == WIRE_TYPE_RRSIG)) {
+		uint8_t own_buf[WIRE_MAX_NAME];
+		if (p->adopt) { /* adopted records were not copied: only now, and only with signatures */
+			size_t own_len;
+			int rc = wire_name_read(p->resp, p->len, &at, own_buf, &own_len);
+			if (rc != 0)
+				return rc;
+			owner = own_buf;
+		}
+		t = min32(t, sig_cap_of(p->caps, p->ncaps, s, owner, rr, p->resp));
+	}
+	*ttl = ttl_clamp(t, p->lim);
+	return 0;
+}
+
+/* One record of section s: checked, then kept (re-encoded or adopted in
+ * place), stripped, or dropped (OPT). */
+static int prep_record(struct prep *p, int s)
+{
+	struct wire_raw_rr rr;
+	uint8_t owner[WIRE_MAX_NAME];
+	size_t at = p->pos;
+	int rc = wire_rr_read(p->resp, p->len, &p->pos, &rr, p->adopt ? NULL : owner); /* adopted: no copy needed */
+	if (rc != 0)
+		return rc;
+	if (p->adopt && !wire_mark_name(p->resp, at, p->marks))
+		return PREPARE_NO_ADOPT;
+	if (p->adopt && p->seen_opt)
+		return PREPARE_NO_ADOPT; /* a record after OPT: cutting OPT out would move it */
+	if (rr.type == WIRE_TYPE_OPT)
+		return prep_opt(p, s, &rr);
+	if (is_dnssec_type(rr.type) && rr.type != p->qtype) {
+		p->has_dnssec = true;
+		if (p->strip)
+			return 0;
+	}
+	uint32_t t;
+	rc = prep_ttl(p, s, at, owner, &rr, &t);
+	if (rc != 0)
+		return rc;
+	size_t tpos;
+	if (p->adopt) {
+		rc = wire_enc_rdata(NULL, p->marks, p->resp, &rr);
+		tpos = rr.rdata - 6; /* TTL, RDLENGTH, RDATA */
+		p->out_end = rr.end;
+	} else {
+		rc = wire_enc_rr(p->e, p->resp, &rr, owner, t, &tpos);
+		p->out_end = p->e->len;
+	}
+	if (rc != 0)
+		return rc;
+	p->tvals[p->nttl] = t;
+	p->offs[p->nttl++] = (uint16_t)tpos;
+	if (s < 2)
+		p->min_anns = min32(p->min_anns, t);
+	if (s == 0)
+		p->min_an = min32(p->min_an, t);
+	if (s == 1 && rr.type == WIRE_TYPE_SOA && !p->have_soa) {
+		p->have_soa = true;
+		p->soa_ttl_pos = tpos;
+		/* RDATA was checked by wire_enc_rdata: MINIMUM is its last 4 bytes. */
+		p->soa_neg = min32(ttl_sane(rr.ttl), ttl_sane(rd32(p->resp + rr.end - 4)));
+	}
+	p->nout[s]++;
+	return 0;
+}
+
+/* How long the entry lives (0: not at all); for a negative answer, the TTL
+ * its SOA is written with (*soa_write). */
+static int prep_life(const struct prep *p, int rcode, struct wire_chain *chain, uint32_t *life, bool *soa_write,
+		     uint32_t *soa_set)
+{
+	*life = 0;
+	*soa_write = false;
+	if ((p->flags & WIRE_FLAG_TC) || (rcode != WIRE_RCODE_NOERROR && rcode != WIRE_RCODE_NXDOMAIN))
+		return 0;
+	struct wire_walk c;
+	c.out = chain;
+	int rc = wire_chain_walk(p->resp, p->len, p->an_pos, p->count[0], p->qname, p->qname_len, p->qtype, &c);
+	if (rc != 0)
+		return rc;
+	if (rcode == WIRE_RCODE_NOERROR && c.answered) {
+		*life = p->min_anns;
+	} else if (p->have_soa) {
+		uint32_t neg = p->soa_neg;
+		if (p->lim->max_negative_ttl != 0)
+			neg = min32(neg, p->lim->max_negative_ttl);
+		if (p->lim->max_ttl != 0)
+			neg = min32(neg, p->lim->max_ttl);
+		*soa_set = neg;
+		*soa_write = true;
+		*life = min32(neg, p->min_an);
+	} else {
+		*life = min32(p->lim->nosoa_ttl, p->min_an);
+	}
+	return 0;
+}
+
+/* The blob: header, TTL offsets, the message with its counts as kept. */
+static uint8_t *prep_blob(const struct prep *p, int rcode, bool soa_write, uint32_t soa_set, size_t *blob_len)
+{
+	const uint8_t *msg = p->adopt ? p->resp : p->e->buf;
+	size_t msg_len = p->out_end;
+	size_t total = BLOB_HDR + 2 * (size_t)p->nttl + msg_len;
+	uint8_t *b = malloc(total);
+	if (b == NULL)
+		return NULL;
+	b[0] = BLOB_MAGIC;
+	b[1] = (uint8_t)(((p->flags & WIRE_FLAG_AD) ? BLOB_F_AD : 0) | ((p->flags & WIRE_FLAG_TC) ? BLOB_F_TC : 0) |
+			 ((p->flags & WIRE_FLAG_AA) ? BLOB_F_AA : 0));
+	wr16(b + 2, (uint16_t)rcode);
+	wr16(b + 4, (uint16_t)msg_len);
+	wr16(b + 6, (uint16_t)p->qd_end);
+	wr16(b + 8, (uint16_t)p->ns_end);
+	wr16(b + 10, (uint16_t)p->nttl);
+	wr16(b + 12, (uint16_t)p->nttl_pre);
+	wr16(b + 14, 0);
+	for (unsigned i = 0; i < p->nttl; i++)
+		wr16(b + BLOB_HDR + 2 * i, p->offs[i]);
+	uint8_t *m = b + BLOB_HDR + 2 * (size_t)p->nttl;
+	memcpy(m, msg, msg_len);
+	wr16(m, 0);
+	wr16(m + 6, (uint16_t)p->nout[0]);
+	wr16(m + 8, (uint16_t)p->nout[1]);
+	wr16(m + 10, (uint16_t)p->nout[2]);
+	if (p->adopt) /* re-encoding wrote them clamped */
+		for (unsigned i = 0; i < p->nttl; i++)
+			wr32(m + p->offs[i], p->tvals[i]);
+	if (soa_write) /* it counts down with the entry */
+		wr32(m + p->soa_ttl_pos, soa_set);
+	*blob_len = total;
+	return b;
+}
+
 /*
  * One blob of resp; with strip, without the DNSSEC records a client without
  * DO must not get. *has_dnssec says whether there were any.
@@ -122,193 +333,51 @@ static int prepare_one(const uint8_t *resp, size_t len, const struct wire_limits
 	*blob = NULL;
 	*blob_len = 0;
 	*ttl = 0;
-	if (len < WIRE_HEADER_SIZE || rd16(resp + 4) != 1)
-		return WIRE_E_FORMERR;
-	uint16_t flags = rd16(resp + 2);
-	unsigned count[3] = {rd16(resp + 6), rd16(resp + 8), rd16(resp + 10)};
+	*has_dnssec = false;
 	if (adopt && (strip || len > WIRE_MAX_MSG))
 		return PREPARE_NO_ADOPT;
-
-	struct wire_enc *e = adopt ? NULL : wire_enc_new();
+	struct prep p = {.resp = resp, .len = len, .lim = lim, .strip = strip, .adopt = adopt,
+			 .min_anns = UINT32_MAX, .min_an = UINT32_MAX};
 	/* Every input RR takes at least 11 bytes: that bounds the TTL list
 	 * (on the stack for the usual answer, up to ~6 KB). */
 	uint16_t offs_stack[512];
-	uint32_t tvals_stack[512]; /* adopt: each TTL as clamped, written at the end */
+	uint32_t tvals_stack[512];
 	size_t noffs = len / (1 + RR_FIXED) + 1;
-	uint16_t *offs = noffs <= 512 ? offs_stack : malloc(sizeof(*offs) * noffs);
-	uint32_t *tvals = noffs <= 512 ? tvals_stack : malloc(sizeof(*tvals) * noffs);
-	int rc = ((!adopt && e == NULL) || offs == NULL || tvals == NULL) ? -ENOMEM : 0;
-	if (rc != 0)
-		goto out;
-	uint8_t marks[(WIRE_MAX_MSG + 8) / 8]; /* adopt: label starts, one bit per byte of resp */
+	p.offs = noffs <= 512 ? offs_stack : malloc(sizeof(*p.offs) * noffs);
+	p.tvals = noffs <= 512 ? tvals_stack : malloc(sizeof(*p.tvals) * noffs);
+	p.e = adopt ? NULL : wire_enc_new();
+	uint8_t marks[(WIRE_MAX_MSG + 8) / 8];
+	p.marks = marks;
 	if (adopt)
 		memset(marks, 0, (len + 7) / 8);
-
-	uint8_t qname[WIRE_MAX_NAME];
-	size_t qname_len, pos;
-	rc = wire_question_read(resp, len, &pos, qname, &qname_len);
-	if (rc == 0 && adopt)
-		wire_mark_name(resp, WIRE_HEADER_SIZE, marks); /* no pointer: wire_name_read allows none this early */
-	if (rc == 0 && !adopt) {
-		rc = wire_enc_put(e, resp, WIRE_HEADER_SIZE);
-		if (rc == 0)
-			rc = wire_enc_name(e, qname, qname_len, false);
-		if (rc == 0)
-			rc = wire_enc_put(e, resp + pos - 4, 4);
-	}
-	if (rc != 0)
-		goto out;
-	uint16_t qtype = rd16(resp + pos - 4);
-	struct sig_cap caps[SIG_CAPS];
-	unsigned ncaps = sig_caps_scan(resp, len, pos, count, caps);
-	/* the output so far: adopted, resp up to pos; else e's */
-	size_t an_pos = pos, qd_end = adopt ? pos : e->len, ns_end = 0, out_end = qd_end;
-
-	unsigned nttl = 0, nttl_pre = 0, nout[3] = {0, 0, 0};
-	*has_dnssec = false;
-	uint32_t min_anns = UINT32_MAX, min_an = UINT32_MAX, soa_neg = 0;
-	bool seen_opt = false, have_soa = false;
-	uint8_t ext_rcode = 0;
-	size_t soa_ttl_pos = 0;
-	for (int s = 0; s < 3; s++) {
+	int rc = ((!adopt && p.e == NULL) || p.offs == NULL || p.tvals == NULL) ? -ENOMEM : 0;
+	if (rc == 0)
+		rc = prep_question(&p);
+	for (int s = 0; s < 3 && rc == 0; s++) {
 		if (s == 2) {
-			ns_end = out_end;
-			nttl_pre = nttl;
+			p.ns_end = p.out_end;
+			p.nttl_pre = p.nttl;
 		}
-		for (unsigned i = 0; i < count[s]; i++) {
-			struct wire_raw_rr rr;
-			uint8_t owner[WIRE_MAX_NAME];
-			size_t at = pos;
-			rc = wire_rr_read(resp, len, &pos, &rr, adopt ? NULL : owner); /* adopted: no copy needed */
-			if (rc != 0)
-				goto out;
-			if (adopt && !wire_mark_name(resp, at, marks))
-				rc = PREPARE_NO_ADOPT;
-			if (adopt && seen_opt)
-				rc = PREPARE_NO_ADOPT; /* a record after OPT: cutting OPT out would move it */
-			if (rc != 0)
-				goto out;
-			if (rr.type == WIRE_TYPE_OPT) {
-				/* Dropped: its options (ECS, cookies) are between upstream and us. */
-				if (s != 2 || seen_opt || rr.owner_len != 1 ||
-				    wire_opt_options(resp + rr.rdata, rr.rdlen, false, NULL, NULL) != 0) {
-					rc = WIRE_E_FORMERR;
-					goto out;
-				}
-				seen_opt = true;
-				ext_rcode = (uint8_t)(rr.ttl >> 24);
-				continue;
-			}
-			if (is_dnssec_type(rr.type) && rr.type != qtype) {
-				*has_dnssec = true;
-				if (strip)
-					continue;
-			}
-			uint32_t t = ttl_sane(rr.ttl);
-			if (s < 2 && (ncaps > 0 || rr.type == WIRE_TYPE_RRSIG)) {
-				const uint8_t *own = owner;
-				uint8_t own_buf[WIRE_MAX_NAME];
-				size_t own_at = at, own_len;
-				if (adopt) { /* adopted records were not copied: only now, and only with signatures */
-					rc = wire_name_read(resp, len, &own_at, own_buf, &own_len);
-					if (rc != 0)
-						goto out;
-					own = own_buf;
-				}
-				t = min32(t, sig_cap_of(caps, ncaps, s, own, &rr, resp));
-			}
-			t = ttl_clamp(t, lim);
-			size_t tpos;
-			if (adopt) {
-				rc = wire_enc_rdata(NULL, marks, resp, &rr);
-				tpos = rr.rdata - 6; /* TTL, RDLENGTH, RDATA */
-				out_end = rr.end;
-			} else {
-				rc = wire_enc_rr(e, resp, &rr, owner, t, &tpos);
-				out_end = e->len;
-			}
-			if (rc != 0)
-				goto out;
-			tvals[nttl] = t;
-			offs[nttl++] = (uint16_t)tpos;
-			if (s < 2)
-				min_anns = min32(min_anns, t);
-			if (s == 0)
-				min_an = min32(min_an, t);
-			if (s == 1 && rr.type == WIRE_TYPE_SOA && !have_soa) {
-				have_soa = true;
-				soa_ttl_pos = tpos;
-				/* RDATA was checked by wire_enc_rdata: MINIMUM is its last 4 bytes. */
-				soa_neg = min32(ttl_sane(rr.ttl), ttl_sane(rd32(resp + rr.end - 4)));
-			}
-			nout[s]++;
-		}
+		for (unsigned i = 0; i < p.count[s] && rc == 0; i++)
+			rc = prep_record(&p, s);
 	}
-	int rcode = (flags & WIRE_FLAG_RCODE) | ext_rcode << 4;
+	int rcode = (p.flags & WIRE_FLAG_RCODE) | p.ext_rcode << 4;
 	uint32_t life = 0, soa_set = 0;
 	bool soa_write = false;
-	if (!(flags & WIRE_FLAG_TC) && (rcode == WIRE_RCODE_NOERROR || rcode == WIRE_RCODE_NXDOMAIN)) {
-		struct wire_walk c;
-		c.out = chain;
-		rc = wire_chain_walk(resp, len, an_pos, count[0], qname, qname_len, qtype, &c);
-		if (rc != 0)
-			goto out;
-		if (rcode == WIRE_RCODE_NOERROR && c.answered) {
-			life = min_anns;
-		} else if (have_soa) {
-			uint32_t neg = soa_neg;
-			if (lim->max_negative_ttl != 0)
-				neg = min32(neg, lim->max_negative_ttl);
-			if (lim->max_ttl != 0)
-				neg = min32(neg, lim->max_ttl);
-			soa_set = neg;
-			soa_write = true;
-			life = min32(neg, min_an);
-		} else {
-			life = min32(lim->nosoa_ttl, min_an);
-		}
+	if (rc == 0)
+		rc = prep_life(&p, rcode, chain, &life, &soa_write, &soa_set);
+	if (rc == 0) {
+		*blob = prep_blob(&p, rcode, soa_write, soa_set, blob_len);
+		rc = *blob != NULL ? 0 : -ENOMEM;
 	}
-
-	const uint8_t *msg = adopt ? resp : e->buf;
-	size_t msg_len = out_end;
-	size_t total = BLOB_HDR + 2 * (size_t)nttl + msg_len;
-	uint8_t *b = malloc(total);
-	if (b == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	b[0] = BLOB_MAGIC;
-	b[1] = (uint8_t)(((flags & WIRE_FLAG_AD) ? BLOB_F_AD : 0) | ((flags & WIRE_FLAG_TC) ? BLOB_F_TC : 0) |
-			 ((flags & WIRE_FLAG_AA) ? BLOB_F_AA : 0));
-	wr16(b + 2, (uint16_t)rcode);
-	wr16(b + 4, (uint16_t)msg_len);
-	wr16(b + 6, (uint16_t)qd_end);
-	wr16(b + 8, (uint16_t)ns_end);
-	wr16(b + 10, (uint16_t)nttl);
-	wr16(b + 12, (uint16_t)nttl_pre);
-	wr16(b + 14, 0);
-	for (unsigned i = 0; i < nttl; i++)
-		wr16(b + BLOB_HDR + 2 * i, offs[i]);
-	uint8_t *m = b + BLOB_HDR + 2 * (size_t)nttl;
-	memcpy(m, msg, msg_len);
-	wr16(m, 0);
-	wr16(m + 6, (uint16_t)nout[0]);
-	wr16(m + 8, (uint16_t)nout[1]);
-	wr16(m + 10, (uint16_t)nout[2]);
-	if (adopt) /* re-encoding wrote them clamped */
-		for (unsigned i = 0; i < nttl; i++)
-			wr32(m + offs[i], tvals[i]);
-	if (soa_write) /* it counts down with the entry */
-		wr32(m + soa_ttl_pos, soa_set);
-	*blob = b;
-	*blob_len = total;
-	*ttl = life;
-out:
-	if (offs != offs_stack)
-		free(offs);
-	if (tvals != tvals_stack)
-		free(tvals);
-	wire_enc_free(e);
+	if (rc == 0)
+		*ttl = life;
+	*has_dnssec = p.has_dnssec;
+	if (p.offs != offs_stack)
+		free(p.offs);
+	if (p.tvals != tvals_stack)
+		free(p.tvals);
+	wire_enc_free(p.e);
 	return rc;
 }
 
