@@ -277,6 +277,104 @@ static uint16_t rrsig_covered(const uint8_t *pkt, const struct wire_rr *rr)
 	return rr->rdlen >= 2 ? rd16(pkt + rr->rdata) : 0;
 }
 
+/* The question's chain: the names whose records an answer may hold, the
+ * question first. */
+struct scrub_chain {
+	uint8_t names[WIRE_CNAME_MAX + 1][WIRE_MAX_NAME];
+	size_t lens[WIRE_CNAME_MAX + 1];
+	unsigned n;
+	bool cname_kept[WIRE_CNAME_MAX + 1];
+	/* the zone whose SOA/NS an authority section may carry (auth_len 0: none) */
+	uint8_t auth_zone[WIRE_MAX_NAME];
+	size_t auth_len;
+};
+
+/* Follows the CNAMEs of the answer section from the question, inside the
+ * bailiwick (a target outside it is asked of its own zone's servers). */
+static int scrub_follow(const struct wire_iter *start, const struct wire_scrub *p, struct scrub_chain *c)
+{
+	memcpy(c->names[0], p->qname, p->qname_len);
+	c->lens[0] = p->qname_len;
+	c->n = 1;
+	if (p->qtype == WIRE_TYPE_CNAME || p->qtype == WIRE_TYPE_ANY)
+		return 0;
+	for (;;) {
+		struct wire_iter it = *start;
+		struct wire_rr rr;
+		const uint8_t *cur = c->names[c->n - 1];
+		size_t cur_len = c->lens[c->n - 1];
+		int k;
+		while ((k = wire_iter_next(&it, &rr)) == 1 && rr.section == WIRE_SECTION_ANSWER &&
+		       !(rr.type == WIRE_TYPE_CNAME && wire_name_equal(rr.owner, rr.owner_len, cur, cur_len)))
+			;
+		if (k < 0)
+			return WIRE_E_FORMERR;
+		if (k == 0 || rr.section != WIRE_SECTION_ANSWER)
+			return 0;
+		uint8_t target[WIRE_MAX_NAME];
+		size_t tlen;
+		if (wire_rdata_name(&it, &rr, 0, target, &tlen) != 0)
+			return WIRE_E_FORMERR;
+		if (name_index(c->names, c->lens, c->n, target, tlen) >= 0 || c->n > WIRE_CNAME_MAX)
+			return WIRE_E_FORMERR; /* a loop, or longer than we follow */
+		if (!p->forwarder && !wire_name_in_zone(target, tlen, p->zone, p->zone_len))
+			return 0;
+		memcpy(c->names[c->n], target, tlen);
+		c->lens[c->n++] = tlen;
+	}
+}
+
+/* The deepest owner of an SOA or NS in the authority section at or above
+ * the chain's final name, inside the bailiwick. */
+static int scrub_auth_zone(const struct wire_iter *start, const struct wire_scrub *p, struct scrub_chain *c)
+{
+	const uint8_t *final = c->names[c->n - 1];
+	size_t final_len = c->lens[c->n - 1];
+	c->auth_len = 0;
+	struct wire_iter it = *start;
+	struct wire_rr rr;
+	int k;
+	while ((k = wire_iter_next(&it, &rr)) == 1) {
+		if (rr.section != WIRE_SECTION_AUTHORITY || (rr.type != WIRE_TYPE_SOA && rr.type != WIRE_TYPE_NS))
+			continue;
+		if (!wire_name_in_zone(final, final_len, rr.owner, rr.owner_len) ||
+		    (!p->forwarder && !wire_name_in_zone(rr.owner, rr.owner_len, p->zone, p->zone_len)))
+			continue;
+		if (c->auth_len == 0 || rr.owner_len > c->auth_len) {
+			memcpy(c->auth_zone, rr.owner, rr.owner_len);
+			c->auth_len = rr.owner_len;
+		}
+	}
+	return k < 0 ? WIRE_E_FORMERR : 0;
+}
+
+/* Does the record stay? Answer: the chain's records of the asked type and
+ * one CNAME per owner (the one the chain took); authority: the SOA/NS of
+ * the zone found and the proofs under it; additional: nothing (glue is
+ * read from the raw referral, never passed on). */
+static bool scrub_keep(const uint8_t *resp, const struct wire_scrub *p, struct scrub_chain *c,
+		       const struct wire_rr *rr)
+{
+	if (rr->section == WIRE_SECTION_ANSWER) {
+		int i = name_index(c->names, c->lens, c->n, rr->owner, rr->owner_len);
+		bool mine = i >= 0 && (p->forwarder || wire_name_in_zone(rr->owner, rr->owner_len, p->zone, p->zone_len));
+		if (mine && rr->type == WIRE_TYPE_CNAME) {
+			bool keep = !c->cname_kept[i];
+			c->cname_kept[i] = true;
+			return keep;
+		}
+		uint16_t t = rr->type == 46 ? rrsig_covered(resp, rr) : rr->type;
+		return mine && (p->qtype == WIRE_TYPE_ANY || t == p->qtype || t == WIRE_TYPE_CNAME);
+	}
+	if (rr->section == WIRE_SECTION_AUTHORITY && c->auth_len > 0) {
+		if (rr->type == WIRE_TYPE_SOA || rr->type == WIRE_TYPE_NS)
+			return wire_name_equal(rr->owner, rr->owner_len, c->auth_zone, c->auth_len);
+		if (rr->type == 46 || rr->type == 47 || rr->type == 50) /* RRSIG, NSEC, NSEC3: proofs */
+			return wire_name_in_zone(rr->owner, rr->owner_len, c->auth_zone, c->auth_len);
+	}
+	return false;
+}
+
 int wire_scrub(const uint8_t *resp, size_t len, const struct wire_scrub *p, uint8_t **out, size_t *out_len,
 	       unsigned *dropped)
 {
@@ -287,60 +385,12 @@ int wire_scrub(const uint8_t *resp, size_t len, const struct wire_scrub *p, uint
 	struct wire_iter start;
 	if (wire_iter_init(&start, resp, len) != 0)
 		return WIRE_E_FORMERR;
-
-	/* The question's chain: the names whose records an answer may hold. */
-	uint8_t names[WIRE_CNAME_MAX + 1][WIRE_MAX_NAME];
-	size_t lens[WIRE_CNAME_MAX + 1];
-	unsigned n = 1;
-	memcpy(names[0], p->qname, p->qname_len);
-	lens[0] = p->qname_len;
-	bool follow = p->qtype != WIRE_TYPE_CNAME && p->qtype != WIRE_TYPE_ANY;
-	while (follow) {
-		struct wire_iter it = start;
-		struct wire_rr rr;
-		int k;
-		while ((k = wire_iter_next(&it, &rr)) == 1 && rr.section == WIRE_SECTION_ANSWER &&
-		       !(rr.type == WIRE_TYPE_CNAME && wire_name_equal(rr.owner, rr.owner_len, names[n - 1], lens[n - 1])))
-			;
-		if (k < 0)
-			return WIRE_E_FORMERR;
-		if (k == 0 || rr.section != WIRE_SECTION_ANSWER)
-			break;
-		uint8_t target[WIRE_MAX_NAME];
-		size_t tlen;
-		if (wire_rdata_name(&it, &rr, 0, target, &tlen) != 0)
-			return WIRE_E_FORMERR;
-		if (name_index(names, lens, n, target, tlen) >= 0 || n > WIRE_CNAME_MAX)
-			return WIRE_E_FORMERR; /* a loop, or longer than we follow */
-		/* a target outside the zone is asked of its own zone's servers */
-		if (!p->forwarder && !wire_name_in_zone(target, tlen, p->zone, p->zone_len))
-			break;
-		memcpy(names[n], target, tlen);
-		lens[n++] = tlen;
-	}
-	const uint8_t *final = names[n - 1];
-	size_t final_len = lens[n - 1];
-
-	/* The zone whose SOA/NS an authority section may carry: the deepest
-	 * owner of an SOA or NS at or above the final name (inside the bailiwick). */
-	uint8_t auth_zone[WIRE_MAX_NAME];
-	size_t auth_len = 0;
-	struct wire_iter it = start;
-	struct wire_rr rr;
-	int k;
-	while ((k = wire_iter_next(&it, &rr)) == 1) {
-		if (rr.section != WIRE_SECTION_AUTHORITY || (rr.type != WIRE_TYPE_SOA && rr.type != WIRE_TYPE_NS))
-			continue;
-		if (!wire_name_in_zone(final, final_len, rr.owner, rr.owner_len) ||
-		    (!p->forwarder && !wire_name_in_zone(rr.owner, rr.owner_len, p->zone, p->zone_len)))
-			continue;
-		if (auth_len == 0 || rr.owner_len > auth_len) {
-			memcpy(auth_zone, rr.owner, rr.owner_len);
-			auth_len = rr.owner_len;
-		}
-	}
-	if (k < 0)
-		return WIRE_E_FORMERR;
+	struct scrub_chain c = {.n = 0};
+	int rc = scrub_follow(&start, p, &c);
+	if (rc == 0)
+		rc = scrub_auth_zone(&start, p, &c);
+	if (rc != 0)
+		return rc;
 
 	struct wire_enc *e = wire_enc_new();
 	if (e == NULL)
@@ -349,7 +399,7 @@ int wire_scrub(const uint8_t *resp, size_t len, const struct wire_scrub *p, uint
 	memcpy(hdr, resp, 4);
 	wr16(hdr + 2, rd16(resp + 2) & (uint16_t)~WIRE_FLAG_AD); /* nothing here was validated */
 	wr16(hdr + 4, 1);
-	int rc = wire_enc_put(e, hdr, WIRE_HEADER_SIZE);
+	rc = wire_enc_put(e, hdr, WIRE_HEADER_SIZE);
 	size_t qend;
 	uint8_t qname[WIRE_MAX_NAME];
 	size_t qlen;
@@ -359,32 +409,14 @@ int wire_scrub(const uint8_t *resp, size_t len, const struct wire_scrub *p, uint
 		rc = wire_enc_name(e, qname, qlen, false);
 	if (rc == 0)
 		rc = wire_enc_put(e, resp + qend - 4, 4);
-	bool cname_kept[WIRE_CNAME_MAX + 1] = { false };
 	unsigned count[3] = { 0, 0, 0 }, drop = 0;
-	it = start;
+	struct wire_iter it = start;
+	struct wire_rr rr;
+	int k = 0;
 	while (rc == 0 && (k = wire_iter_next(&it, &rr)) == 1) {
-		bool keep = false;
-		if (rr.type == WIRE_TYPE_OPT) {
+		if (rr.type == WIRE_TYPE_OPT)
 			continue; /* checked by wire_response_check; between upstream and us */
-		} else if (rr.section == WIRE_SECTION_ANSWER) {
-			int i = name_index(names, lens, n, rr.owner, rr.owner_len);
-			bool mine = i >= 0 && (p->forwarder || wire_name_in_zone(rr.owner, rr.owner_len, p->zone,
-			                                                           p->zone_len));
-			if (mine && rr.type == WIRE_TYPE_CNAME) {
-				keep = !cname_kept[i]; /* one CNAME per owner: the one the chain took */
-				cname_kept[i] = true;
-			} else if (mine) {
-				uint16_t t = rr.type == 46 ? rrsig_covered(resp, &rr) : rr.type;
-				keep = p->qtype == WIRE_TYPE_ANY || t == p->qtype || t == WIRE_TYPE_CNAME;
-			}
-		} else if (rr.section == WIRE_SECTION_AUTHORITY && auth_len > 0) {
-			if (rr.type == WIRE_TYPE_SOA || rr.type == WIRE_TYPE_NS)
-				keep = wire_name_equal(rr.owner, rr.owner_len, auth_zone, auth_len);
-			else if (rr.type == 46 || rr.type == 47 || rr.type == 50) /* RRSIG, NSEC, NSEC3: proofs */
-				keep = wire_name_in_zone(rr.owner, rr.owner_len, auth_zone, auth_len);
-		}
-		/* additional: nothing; glue is read from the raw referral, never passed on */
-		if (!keep) {
+		if (!scrub_keep(resp, p, &c, &rr)) {
 			drop++;
 			continue;
 		}
