@@ -105,7 +105,8 @@ static void write_tier(FILE *out, const struct tier *tr)
 	}
 }
 
-static void write_global(FILE *out, const struct stats_view *v)
+/* Client queries and replies, the cache's hits and misses. */
+static void write_clients(FILE *out, const struct stats_view *v)
 {
 	const uint64_t *l = v->listeners;
 	single(out, "partdns_uptime_seconds", "gauge", "Seconds since the daemon started.", v->uptime);
@@ -154,6 +155,12 @@ static void write_global(FILE *out, const struct stats_view *v)
 	       "Answers served stale (cache.serve_stale, RFC 8767).", l[C_stale]);
 	single(out, "partdns_overload_total", "counter",
 	       "Resolutions refused because their pool was full (answered SERVFAIL).", l[C_overload]);
+}
+
+/* Resolutions, upstream queries and their outcomes, by pool; the tier. */
+static void write_pools(FILE *out, const struct stats_view *v)
+{
+	const uint64_t *l = v->listeners;
 
 	family(out, "partdns_resolutions_total", "counter",
 	       "Resolutions started by clients' misses and prefetches, by pool (coalesced misses start none).");
@@ -217,7 +224,11 @@ static void write_global(FILE *out, const struct stats_view *v)
 	       "Tier queries sent again to the next node by score because the partition's node timed out or "
 	       "could not be reached.", v->pool[STATS_POOL_EDNS][C_tier_failovers]);
 	write_tier(out, v->tier);
+}
 
+/* What the daemon holds now: in flight, the cache, the running sets, the fleet. */
+static void write_state(FILE *out, const struct stats_view *v)
+{
 	family(out, "partdns_inflight", "gauge", "Resolutions in flight now, by pool.");
 	fprintf(out, "partdns_inflight{pool=\"normal\"} %u\n", v->inflight_normal);
 	fprintf(out, "partdns_inflight{pool=\"edns\"} %u\n", v->inflight_edns);
@@ -234,7 +245,7 @@ static void write_global(FILE *out, const struct stats_view *v)
 	single(out, "partdns_plan_serial", "gauge",
 	       "partitions.serial of the running partition plan (0 = the config keeps none).", v->plan_serial);
 	if (v->fleet_on) {
-		/* across the fleet: max(partdns_fleet_revision) - partdns_fleet_revision is how far a node lags */
+		/* how far a node lags: max by (job) (partdns_fleet_revision) - on (job) group_right partdns_fleet_revision */
 		single(out, "partdns_fleet_revision", "gauge",
 		       "Revision of the shared store (store.etcd) applied to this node's local store.",
 		       (uint64_t)v->fleet.revision);
@@ -247,6 +258,12 @@ static void write_global(FILE *out, const struct stats_view *v)
 		single(out, "partdns_fleet_bad_records_total", "counter",
 		       "Records of the shared store that did not decode and were left out.", v->fleet.bad_records);
 	}
+}
+
+/* Local answers, NOTIFYs, TCP connections. */
+static void write_listeners(FILE *out, const struct stats_view *v)
+{
+	const uint64_t *l = v->listeners;
 
 	single(out, "partdns_local_answers_total", "counter",
 	       "Queries answered from local data (local_zones).", l[C_local_answers]);
@@ -264,7 +281,11 @@ static void write_global(FILE *out, const struct stats_view *v)
 	fprintf(out, "partdns_tcp_closed_total{reason=\"evicted\"} %" PRIu64 "\n", l[C_tcp_evicted]);
 	fprintf(out, "partdns_tcp_closed_total{reason=\"slow\"} %" PRIu64 "\n", l[C_tcp_slow_closed]);
 	fprintf(out, "partdns_tcp_closed_total{reason=\"idle\"} %" PRIu64 "\n", l[C_tcp_idle_closed]);
+}
 
+/* Latency histograms. */
+static void write_latency(FILE *out, const struct stats_view *v)
+{
 	family(out, "partdns_upstream_latency_seconds", "histogram",
 	       "Upstream latency by pool: for normal, from handing a lookup to libunbound to its answer or failure "
 	       "before the deadline (cache hits inside libunbound included); for edns, from sending a query to its "
@@ -279,6 +300,15 @@ static void write_global(FILE *out, const struct stats_view *v)
 	       "query's arrival to its reply; a partitioned client's CNAME chain continued through the EDNS pool "
 	       "counts from that continuation. Cache hits are not in it.");
 	metrics_write_histogram(out, "partdns_response_seconds", "", &v->response);
+}
+
+static void write_global(FILE *out, const struct stats_view *v)
+{
+	write_clients(out, v);
+	write_pools(out, v);
+	write_state(out, v);
+	write_listeners(out, v);
+	write_latency(out, v);
 }
 
 /* One per-partition family of a single value per partition (field: its offset in struct stats_partition). */
