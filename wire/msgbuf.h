@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* This file is private to resolver/. A growing buffer for the answers partdns makes itself (local data, RPZ). */
+/* A growing buffer for the answers partdns makes itself (local data, RPZ). */
 #pragma once
 
 #include <stdbool.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/vec.h"
 #include "wire/wire.h"
 
 /* An answer being built; oom once any append failed (then p is to be freed and dropped). */
@@ -20,17 +21,9 @@ static inline void msgbuf_put(struct msgbuf *m, const void *d, size_t n)
 {
 	if (m->oom)
 		return;
-	if (m->len + n > m->cap) {
-		size_t cap = m->cap ? m->cap : 512;
-		while (cap < m->len + n)
-			cap *= 2;
-		uint8_t *g = realloc(m->p, cap);
-		if (g == NULL) {
-			m->oom = true;
-			return;
-		}
-		m->p = g;
-		m->cap = cap;
+	if (n > SIZE_MAX - m->len || vec_grow(&m->p, &m->cap, m->len + n, 1, SIZE_MAX) != 0) {
+		m->oom = true;
+		return;
 	}
 	memcpy(m->p + m->len, d, n);
 	m->len += n;
