@@ -9,7 +9,9 @@
 #    file is in the table;
 #  - files: inside each folder no two files call each other both ways and
 #    there is no cycle of calls; every function a header declares is defined
-#    in the .c file of the same name (no header speaks for another file).
+#    in the .c file of the same name (no header speaks for another file);
+#  - private headers: a header that says "This file is private to DIR/."
+#    is included only from DIR/ and tests/.
 # Usage: tools/check-layers.sh BUILD_DIR
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -137,5 +139,18 @@ while read -r d lib files; do
          printf "check-layers: %s/%s.h declares %s, defined in %s/%s.c\n", m, $2, $1, m, owner[$1] > "/dev/stderr"; bad = 1 }
        END { exit bad }' "$t"/*.def "$t/decl" || fail=1
 done < "$tmp/table"
+# private headers: one that says "This file is private to DIR/." is included
+# only from DIR/ and from the tests
+(cd "$SRC" && git ls-files '*.h') | while read -r h; do
+  own=$(sed -n '1,3s|.*This file is private to \([a-z_/]*\)/\..*|\1|p' "$SRC/$h" | head -1)
+  [ -n "$own" ] || continue
+  (cd "$SRC" && git grep -l -F "#include \"$h\"" -- '*.c' '*.h' || true) | while read -r user; do
+    case $user in "$own"/* | tests/*) ;; *)
+      echo "check-layers: $user includes $h, which is private to $own/" >&2
+      echo x >> "$tmp/private" ;;
+    esac
+  done
+done
+[ ! -s "$tmp/private" ] || fail=1
 if [ "$fail" = 0 ]; then echo "check-layers: ${MODULES[*]}: one-way, every file in the table"; fi
 exit "$fail"
