@@ -120,6 +120,23 @@ static void check_server(struct loader *L, const struct ynode *root)
 	const struct ynode *listen = get2(root, "server", "listen");
 	find_dups(L, c->server.listen, c->server.nlisten, sizeof(c->server.listen[0]), addr_cmp,
 	          report_listen, (void *)listen);
+	if (c->server.nlisten_tls > 0 && (c->server.tls_cert[0] == '\0' || c->server.tls_key[0] == '\0')) {
+		conf_key_set(L, "server.listen_tls");
+		conf_error(L, get2(root, "server", "listen_tls"), false,
+		           "needs server.tls_cert and server.tls_key (PEM files: the certificate chain and its key)");
+	}
+	for (size_t i = 0; i < c->server.nlisten_tls; i++)
+		for (size_t j = 0; j < c->server.nlisten; j++)
+			if (c->server.listen_tls[i].len != 0 && addr_cmp(&c->server.listen_tls[i], &c->server.listen[j]) == 0) {
+				conf_key_set(L, "server.listen_tls[%zu]", i);
+				conf_error(L, list_item(get2(root, "server", "listen_tls"), i), true,
+				           "also in server.listen: one port serves plain DNS or TLS, not both");
+			}
+	if (c->server.nlisten_tls == 0 && c->server.tls_cert[0] != '\0') {
+		conf_key_set(L, "server.tls_cert");
+		conf_warning(L, get2(root, "server", "tls_cert"), false,
+		             "no server.listen_tls: the certificate is not used");
+	}
 	if (c->server.nallow == 0) {
 		conf_key_set(L, "server.allow");
 		conf_warning(L, get2(root, "server", "allow"), false,

@@ -153,6 +153,14 @@ struct conf {
 		enum conf_log_level log_level;
 		char *dnstap;             /* dnstap unix socket path; "" = off */
 		unsigned max_udp_size;    /* largest UDP reply (and the size our OPT advertises), 512..4096 */
+		size_t nlisten_tls;       /* DNS over TLS listeners; none = off */
+		struct conf_addr *listen_tls;
+		char *tls_cert;           /* PEM certificate chain for listen_tls; "" = none */
+		char *tls_key;            /* PEM private key for tls_cert */
+		unsigned tls_max_clients; /* TLS connections per listener thread */
+		unsigned tls_handshake_ms; /* accept to the end of the TLS handshake */
+		size_t nproxy_from;       /* sources that must, and alone may, send a PROXY v2 header */
+		struct prefix *proxy_from;
 	} server;
 
 	struct {

@@ -235,6 +235,18 @@ static const struct sitem server_items[] = {
 	/* 1232: DNS Flag Day 2020, no fragments on common paths; 4096: QUERY_MAX_UDP, the listeners' buffers */
 	{ .name = "max_udp_size", .type = ST_UINT, FLD(CS, conf.server.max_udp_size),
 	  .min = 512, .max = 4096, .def = "1232" },
+	/* DNS over TLS (RFC 7858): its listeners, and the certificate and key they show (re-read on reload) */
+	{ .name = "listen_tls", .type = ST_TARGET,
+	  LST(CS, conf.server.listen_tls, conf.server.nlisten_tls, 0), .min = 853, .restart = true },
+	{ .name = "tls_cert", .type = ST_STR, FLD(CS, conf.server.tls_cert), .def = "" },
+	{ .name = "tls_key", .type = ST_STR, FLD(CS, conf.server.tls_key), .def = "" },
+	{ .name = "tls_max_clients", .type = ST_UINT, FLD(CS, conf.server.tls_max_clients),
+	  .min = 1, .max = 1000000, .def = "10000", .restart = true, .restart_note = NOTE_TCP },
+	{ .name = "tls_handshake_ms", .type = ST_UINT, FLD(CS, conf.server.tls_handshake_ms),
+	  .min = 100, .max = 60000, .def = "5000", .restart = true, .restart_note = NOTE_TCP },
+	/* balancers and TLS terminators that send a PROXY v2 header (and only they may) */
+	{ .name = "proxy_from", .type = ST_PREFIX,
+	  LST(CS, conf.server.proxy_from, conf.server.nproxy_from, 0) },
 	{ .name = NULL },
 };
 
