@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conf/conf.h"
 #include "store/store.h"
@@ -12,6 +13,7 @@
 #include "resolver/ops/daemon.h"
 #include "resolver/ops/reload.h"
 #include "resolver/base/privs.h"
+#include "resolver/base/tls.h"
 #include "resolver/base/ubctx.h"
 
 /* PARTDNS_VERSION: the CMake project VERSION (resolver/CMakeLists.txt), as partdnsctl's */
@@ -83,6 +85,21 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: error: %s\n", path, why);
 			conf_free(c);
 			return 1;
+		}
+		/* DoT: the certificate matches its key, and when it expires */
+		int tls_failed;
+		struct tls_server *tls = reload_tls(c, stderr, &tls_failed);
+		if (tls_failed) {
+			conf_free(c);
+			return 1;
+		}
+		if (tls != NULL) {
+			time_t until = tls_server_not_after(tls);
+			struct tm tm;
+			char when[32];
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime_r(&until, &tm));
+			printf("%s: DoT certificate for %s, valid until %s\n", path, tls_server_names(tls), when);
+			tls_server_unref(tls);
 		}
 		printf("%s: configuration OK\n", path);
 		conf_free(c);

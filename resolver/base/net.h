@@ -7,13 +7,21 @@
 #include "conf/conf.h"
 
 /* What an epoll event of a listener thread is about. */
-enum net_ev_kind { NET_EV_UDP, NET_EV_TCP_LISTEN, NET_EV_TCP_CONN, NET_EV_REPLIES, NET_EV_STOP };
+enum net_ev_kind {
+	NET_EV_UDP,
+	NET_EV_TCP_LISTEN,
+	NET_EV_TCP_CONN,
+	NET_EV_TLS_LISTEN, /* server.listen_tls */
+	NET_EV_TLS_CONN,
+	NET_EV_REPLIES,
+	NET_EV_STOP,
+};
 
 struct net_ev {
 	enum net_ev_kind kind;
 	int fd;
 	bool wildcard; /* NET_EV_UDP bound to 0.0.0.0 or ::: replies name their source (pktinfo) */
-	void *ptr;     /* NET_EV_TCP_CONN: the connection */
+	void *ptr;     /* NET_EV_TCP_CONN, NET_EV_TLS_CONN: the connection */
 };
 
 /**

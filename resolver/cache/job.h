@@ -50,11 +50,14 @@ struct waiter {
 	struct waiter *next;      /* in its job's list */
 	struct mq *reply_q;       /* the listener thread that answers the client */
 	struct result *result;    /* set when the job ended; NULL: out of memory (SERVFAIL) */
-	bool tcp;
+	bool tcp;                 /* a stream (TCP or DoT) */
+	bool tls;                 /* DoT */
 	int udp_fd;
 	uint64_t conn_id;         /* TCP: the connection's id in its listener */
-	struct sockaddr_storage peer;
+	struct sockaddr_storage peer; /* the client */
 	socklen_t peer_len;
+	socklen_t via_len;        /* UDP through a balancer: where the reply goes (via); 0 = to peer */
+	struct sockaddr_storage via;
 	bool has_local;           /* UDP on a wildcard socket: reply from local */
 	struct sockaddr_storage local;
 	unsigned partition;

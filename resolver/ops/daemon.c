@@ -187,6 +187,8 @@ static struct daemon *daemon_alloc(const char *conf_path, struct conf *c, bool t
 	snapshot_slot_init(&d->snapshots);
 	pthread_mutex_init(&d->reload_lock, NULL);
 	pthread_mutex_init(&d->next_lock, NULL);
+	net_tls_slot_init(&d->tls);
+	d->nlisten_tls = c->server.nlisten_tls;
 	d->started = time(NULL);
 	return d;
 }
@@ -292,9 +294,16 @@ static int make_workers(struct daemon *d, const struct conf *c)
 	/* before the workers: their listeners take NOTIFYs for it */
 	if ((d->rpz_xfr = rpz_xfr_new(&d->snapshots)) == NULL)
 		return -1;
+	if (d->nlisten_tls > 0) { /* DoT: no listener without a good certificate */
+		int failed;
+		struct tls_server *t = reload_tls(c, NULL, &failed);
+		if (t == NULL)
+			return -1;
+		net_tls_slot_set(&d->tls, t);
+	}
 	struct worker_env env = { .snapshots = &d->snapshots, .cache = d->cache, .hints = d->hints, .inflight = d->inflight,
 	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd, .dnstap = d->dnstap,
-	                          .rpz_xfr = d->rpz_xfr };
+	                          .rpz_xfr = d->rpz_xfr, .tls = &d->tls };
 	for (unsigned i = 0; i < d->nworkers; i++) {
 		d->workers[i] = worker_new(&env, i, c);
 		if (d->workers[i] == NULL)
@@ -413,6 +422,7 @@ void daemon_free(struct daemon *d)
 			worker_free(d->workers[i]);
 	free(d->workers);
 	rpz_xfr_free(d->rpz_xfr); /* after the workers: they hand it NOTIFYs */
+	net_tls_slot_deinit(&d->tls); /* after the workers: their connections are closed */
 	dnstap_free(d->dnstap); /* after every thread that logs */
 	inflight_free(d->inflight);
 	cache_free(d->cache);
@@ -476,6 +486,11 @@ static void announce_ready(struct daemon *d)
 	struct snapshot *s = snapshot_get(&d->snapshots);
 	for (size_t i = 0; i < s->conf->server.nlisten; i++)
 		log_info("listening on %s (UDP, TCP)", s->conf->server.listen[i].text);
+	for (size_t i = 0; i < d->nlisten_tls; i++)
+		log_info("listening on %s (DNS over TLS)", s->conf->server.listen_tls[i].text);
+	if (s->conf->server.nproxy_from > 0)
+		log_info("%zu prefix(es) in server.proxy_from: their connections and datagrams start with a PROXY v2 "
+		         "header naming the client", s->conf->server.nproxy_from);
 	log_info("ready: %u worker(s), %u resolver thread(s), %u EDNS thread(s), %zu partition(s)", d->nworkers,
 	         s->conf->resolver.threads, s->conf->edns.threads, ptable_size(s->conf->partitions.table));
 	if (d->http)

@@ -116,6 +116,13 @@ static void write_clients(FILE *out, const struct stats_view *v)
 	       "rate-limited and dropped ones included).");
 	fprintf(out, "partdns_queries_total{transport=\"udp\"} %" PRIu64 "\n", l[C_udp]);
 	fprintf(out, "partdns_queries_total{transport=\"tcp\"} %" PRIu64 "\n", l[C_tcp]);
+	fprintf(out, "partdns_queries_total{transport=\"dot\"} %" PRIu64 "\n", l[C_dot]);
+	single(out, "partdns_proxied_queries_total", "counter",
+	       "Queries that came through a balancer in server.proxy_from, their client named by a PROXY v2 header.",
+	       l[C_proxied]);
+	single(out, "partdns_proxy_refused_total", "counter",
+	       "Datagrams dropped and connections closed for their PROXY v2 header: one from outside "
+	       "server.proxy_from, or none (or a bad one) from inside it.", l[C_proxy_refused]);
 
 	family(out, "partdns_responses_total", "counter",
 	       "Replies written to clients, by response code (a slipped empty TC=1 reply is not counted here; "
@@ -276,6 +283,16 @@ static void write_listeners(FILE *out, const struct stats_view *v)
 	       "TCP connections closed at accept: over server.tcp_max_per_client, or the thread full with none idle.");
 	fprintf(out, "partdns_tcp_refused_total{reason=\"per_client\"} %" PRIu64 "\n", l[C_tcp_refused_client]);
 	fprintf(out, "partdns_tcp_refused_total{reason=\"full\"} %" PRIu64 "\n", l[C_tcp_refused_full]);
+	single(out, "partdns_tls_handshakes_total", "counter",
+	       "TLS handshakes completed on server.listen_tls (resumed ones included).", l[C_tls_handshakes]);
+	single(out, "partdns_tls_resumed_total", "counter",
+	       "Of partdns_tls_handshakes_total, those that resumed a session from a ticket.", l[C_tls_resumed]);
+	family(out, "partdns_tls_handshake_failures_total", "counter",
+	       "TLS handshakes that did not complete: refused by TLS (no shared version, cipher or ALPN; not TLS "
+	       "at all), or not done within server.tls_handshake_ms.");
+	fprintf(out, "partdns_tls_handshake_failures_total{reason=\"error\"} %" PRIu64 "\n", l[C_tls_handshake_failed]);
+	fprintf(out, "partdns_tls_handshake_failures_total{reason=\"timeout\"} %" PRIu64 "\n",
+	        l[C_tls_handshake_timeout]);
 	family(out, "partdns_tcp_closed_total", "counter",
 	       "TCP connections closed by partdns: evicted for a new one, too slow a message, idle.");
 	fprintf(out, "partdns_tcp_closed_total{reason=\"evicted\"} %" PRIu64 "\n", l[C_tcp_evicted]);

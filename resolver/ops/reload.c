@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "partition/partition.h"
 #include "resolver/base/clock.h"
 #include "resolver/base/log.h"
+#include "resolver/base/tls.h"
 #include "resolver/cache/cache.h"
 #include "resolver/cache/inflight.h"
 #include "resolver/ops/daemon_state.h"
@@ -162,6 +164,36 @@ static void note_restart(const char *note, void *arg)
 _Static_assert((int)CONF_LOG_ERROR == (int)LOG_LEVEL_ERR && (int)CONF_LOG_DEBUG == (int)LOG_LEVEL_DEBUG,
                "server.log_level maps onto log levels one to one");
 
+struct tls_server *reload_tls(const struct conf *c, FILE *err, int *failed)
+{
+	*failed = 0;
+	if (c->server.nlisten_tls == 0)
+		return NULL;
+	static const char *const alpn[] = { "dot", NULL };
+	char why[768];
+	struct tls_server *t = tls_server_new(c->server.tls_cert, c->server.tls_key, alpn, why, sizeof(why));
+	if (t == NULL) {
+		*failed = 1;
+		log_err("server.tls_cert/tls_key: %s", why);
+		if (err)
+			fprintf(err, "error: server.tls_cert/tls_key: %s\n", why);
+		return NULL;
+	}
+	time_t until = tls_server_not_after(t), now = time(NULL);
+	char when[32];
+	struct tm tm;
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime_r(&until, &tm));
+	if (until <= now || until - now < 30 * 86400) {
+		log_warn("server.tls_cert %s (%s) %s %s: clients will refuse it; replace it and reload", c->server.tls_cert,
+		         tls_server_names(t), until <= now ? "expired" : "expires", when);
+		if (err)
+			fprintf(err, "warning: server.tls_cert %s %s %s\n", c->server.tls_cert,
+			        until <= now ? "expired" : "expires", when);
+	}
+	log_info("DoT certificate %s for %s, valid until %s", c->server.tls_cert, tls_server_names(t), when);
+	return t;
+}
+
 void reload_apply_log(const struct conf *c)
 {
 	log_set_level((enum log_level)c->server.log_level);
@@ -256,10 +288,20 @@ int reload_run(struct daemon *d, FILE *err)
 		snapshot_release(cur);
 		return reload_done(d, rc);
 	}
+	/* the DoT listeners' certificate and key, read again (rotation); a bad one fails the reload */
+	int tls_failed;
+	struct tls_server *tls = d->nlisten_tls > 0 ? reload_tls(c, err, &tls_failed) : NULL;
+	if (d->nlisten_tls > 0 && tls == NULL) {
+		log_err("reload of %s failed; keeping the running configuration and certificate", d->conf_path);
+		snapshot_release(cur);
+		conf_free(c);
+		return reload_done(d, CONF_E_INVALID);
+	}
 	struct domains *dom;
 	uint64_t version;
 	rc = reload_read_domains(d, &dom, &version);
 	if (rc != 0) {
+		tls_server_unref(tls);
 		snapshot_release(cur);
 		conf_free(c);
 		if (err)
@@ -270,6 +312,10 @@ int reload_run(struct daemon *d, FILE *err)
 	unsigned serial = c->partitions.serial; /* c is the snapshot's once published: read it now */
 	size_t flushed = 0, moved = 0;
 	rc = swap_in(d, cur, c, dom, version, &flushed, &moved);
+	if (rc == 0 && tls != NULL)
+		net_tls_slot_set(&d->tls, tls); /* new connections get it; open ones keep theirs */
+	else
+		tls_server_unref(tls);
 	snapshot_release(cur);
 	reload_done(d, rc);
 	if (rc == 0)

@@ -25,6 +25,18 @@ struct standby;
  */
 int reload_run(struct daemon *d, FILE *err);
 
+struct tls_server;
+
+/**
+ * server.tls_cert and server.tls_key read and checked (at start, by each
+ * reload, by partdns -t): the DoT listeners' context (ALPN dot), or NULL
+ * with the reason naming the file (logged; and in err when not NULL). A
+ * certificate that expires within 30 days, or has, is warned about.
+ * NULL without an error when c has no server.listen_tls.
+ * @param failed  set when it failed (NULL returned for an error)
+ */
+struct tls_server *reload_tls(const struct conf *c, FILE *err, int *failed);
+
 /** Apply server.log and server.log_level (at start, and by each reload). */
 void reload_apply_log(const struct conf *c);
 

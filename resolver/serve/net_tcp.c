@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* TCP connections: accept (per-client and total limits), read length-prefixed queries, queue and flush replies, deadlines. */
+/* TCP and DoT connections: accept (per-client and total limits), a balancer's PROXY header, the TLS handshake,
+ * length-prefixed queries in, replies queued and flushed, deadlines. */
 #include "resolver/serve/net_tcp.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,7 +16,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "resolver/base/clock.h"
+#include "resolver/base/log.h"
+#include "resolver/base/tls.h"
+#include "resolver/serve/net_proxy.h"
+#include "resolver/serve/proxy.h"
+#include "resolver/view/classify.h"
 #include "util/hash.h"
 
 /*
@@ -40,6 +50,22 @@
 #define TCP_PENDING_MAX 100u    /* queries waiting for a resolution: reading pauses */
 #define TCP_PENDING_RESUME 50u  /* ... and resumes at this many */
 #define TCP_IOV_MAX 64          /* replies per sendmsg */
+#define TCP_READ_CHUNK 2048     /* input buffer to start with; grown to a message's size, freed when empty */
+#define TLS_RECORD 16384        /* replies coalesced into one TLS record (its largest plaintext) */
+
+/*
+ * Memory per connection: an idle one holds its struct (a few hundred
+ * bytes) and, over TLS, OpenSSL's SSL without record buffers
+ * (SSL_MODE_RELEASE_BUFFERS); its input buffer exists only while part of
+ * a message waits, its output only while replies wait.
+ */
+
+/* Where a connection is in its life. */
+enum conn_stage {
+	STAGE_PROXY,     /* from server.proxy_from: the PROXY v2 header first (peeked, then taken) */
+	STAGE_HANDSHAKE, /* DoT: the TLS handshake */
+	STAGE_DNS,       /* length-prefixed messages both ways */
+};
 
 struct tcp_out {
 	struct tcp_out *next;
@@ -69,8 +95,13 @@ struct tcp_conn {
 	struct tcp_conn *idle_prev, *idle_next;
 	struct tcp_conn *next_dead;
 	struct sockaddr_storage local; /* dnstap: the address the client connected to; ss_family 0 = not asked yet */
-	size_t in_len;
-	uint8_t in[2 + 65535];
+	enum conn_stage stage;
+	bool proxied;             /* the client was named by a balancer's PROXY header */
+	bool tls_want_write;      /* OpenSSL needs the socket writable to go on (handshake, a read) */
+	SSL *ssl;                 /* DoT; NULL for plain TCP */
+	uint64_t stage_ns;        /* PROXY and handshake stages: when it began */
+	uint8_t *in;              /* what was read and not yet taken; NULL when nothing */
+	size_t in_len, in_cap;
 };
 
 struct net_tcp {
@@ -86,7 +117,10 @@ struct net_tcp {
 	unsigned max_per_client;
 	struct counters *ctr;
 	struct query_ctx *x;      /* of the last event: for queries held back while paused */
+	struct net_tls_slot *tls; /* DoT: where each new connection's TLS context comes from; NULL: plain TCP */
+	uint64_t handshake_ns;    /* DoT: accept to the end of the handshake (also a PROXY header's deadline) */
 	uint8_t reply[2 + 65535];
+	uint8_t record[TLS_RECORD]; /* DoT: replies gathered for one SSL_write */
 };
 
 /*
@@ -158,7 +192,38 @@ static bool client_acquire(const uint32_t slot[2], unsigned max)
 	return false;
 }
 
-struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr)
+void net_tls_slot_init(struct net_tls_slot *slot)
+{
+	pthread_mutex_init(&slot->lock, NULL);
+	slot->cur = NULL;
+}
+
+void net_tls_slot_deinit(struct net_tls_slot *slot)
+{
+	tls_server_unref(slot->cur);
+	slot->cur = NULL;
+	pthread_mutex_destroy(&slot->lock);
+}
+
+void net_tls_slot_set(struct net_tls_slot *slot, struct tls_server *tls)
+{
+	pthread_mutex_lock(&slot->lock);
+	struct tls_server *old = slot->cur;
+	slot->cur = tls;
+	pthread_mutex_unlock(&slot->lock);
+	tls_server_unref(old); /* connections made from it keep their SSL_CTX */
+}
+
+/* A new connection's SSL from the current context (NULL: none, or out of memory). */
+static SSL *tls_slot_ssl(struct net_tls_slot *slot, int fd)
+{
+	pthread_mutex_lock(&slot->lock);
+	SSL *ssl = slot->cur ? tls_server_ssl(slot->cur, fd) : NULL;
+	pthread_mutex_unlock(&slot->lock);
+	return ssl;
+}
+
+struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct net_tls_slot *tls)
 {
 	pthread_once(&client_once, client_init);
 	struct net_tcp *t = calloc(1, sizeof(*t));
@@ -166,7 +231,12 @@ struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr
 		return NULL;
 	t->epfd = epfd;
 	t->ctr = ctr;
+	t->tls = tls;
 	t->max_conns = c->server.tcp_max_clients ? c->server.tcp_max_clients : 1000;
+	if (tls)
+		t->max_conns = c->server.tls_max_clients ? c->server.tls_max_clients : 10000;
+	t->handshake_ns = (uint64_t)(tls && c->server.tls_handshake_ms ? c->server.tls_handshake_ms
+	                             : c->server.tcp_message_ms ? c->server.tcp_message_ms : 2000) * 1000000ull;
 	t->idle_ns = (uint64_t)(c->server.tcp_idle_ms ? c->server.tcp_idle_ms : 10000) * 1000000ull;
 	t->message_ns = (uint64_t)(c->server.tcp_message_ms ? c->server.tcp_message_ms : 2000) * 1000000ull;
 	t->out_max = c->server.tcp_out_max ? (size_t)c->server.tcp_out_max : 256 * 1024;
@@ -232,7 +302,17 @@ static void conn_close(struct net_tcp *t, struct tcp_conn *c)
 		return;
 	size_t slot = (size_t)(c->id & 0xffffffffu);
 	epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->ssl) {
+		if (c->stage == STAGE_DNS)
+			SSL_shutdown(c->ssl); /* close_notify, if the socket takes it now; no waiting for the peer's */
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+		ERR_clear_error();
+	}
 	close(c->fd);
+	free(c->in);
+	c->in = NULL;
+	c->in_len = c->in_cap = 0;
 	while (c->out_head) {
 		struct tcp_out *o = c->out_head;
 		c->out_head = o->next;
@@ -298,7 +378,9 @@ static bool conn_over(const struct net_tcp *t, const struct tcp_conn *c)
 static void conn_set_events(struct net_tcp *t, struct tcp_conn *c)
 {
 	uint32_t events = c->closing || c->paused ? 0 : EPOLLIN;
-	if (c->out_head)
+	if (c->stage != STAGE_DNS)
+		events = EPOLLIN;
+	if ((c->out_head && c->stage == STAGE_DNS) || c->tls_want_write)
 		events |= EPOLLOUT;
 	if (events == c->events)
 		return;
@@ -307,9 +389,82 @@ static void conn_set_events(struct net_tcp *t, struct tcp_conn *c)
 		c->events = events;
 }
 
+/* k bytes of the queued output were written. */
+static void out_consume(struct tcp_conn *c, size_t k)
+{
+	c->active_ns = clock_ns(); /* the client takes replies */
+	c->out_bytes -= k;
+	while (k > 0) {
+		struct tcp_out *o = c->out_head;
+		size_t rest = o->len - o->off;
+		if (k < rest) {
+			o->off += k;
+			break;
+		}
+		k -= rest;
+		c->out_head = o->next;
+		free(o);
+	}
+	if (c->out_head == NULL)
+		c->out_tail = NULL;
+}
+
+/*
+ * A failed TLS call: WANT_READ and WANT_WRITE say what the socket must
+ * become; anything else ends the connection.
+ * @return false when it is to be closed.
+ */
+static bool tls_wait(struct tcp_conn *c, int rc)
+{
+	int e = SSL_get_error(c->ssl, rc);
+	if (e == SSL_ERROR_WANT_READ) {
+		c->tls_want_write = false;
+		return true;
+	}
+	if (e == SSL_ERROR_WANT_WRITE) {
+		c->tls_want_write = true;
+		return true;
+	}
+	ERR_clear_error();
+	return false;
+}
+
+/*
+ * DoT: the queued replies, gathered into records of up to TLS_RECORD bytes
+ * (one SSL_write each, not one per reply). After WANT_WRITE, OpenSSL wants
+ * the same bytes again: the queue only grows at its tail, so gathering
+ * again from its head gives them (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
+ */
+static bool tls_flush(struct net_tcp *t, struct tcp_conn *c)
+{
+	while (c->out_head) {
+		size_t n = 0;
+		for (struct tcp_out *o = c->out_head; o && n < sizeof(t->record); o = o->next) {
+			size_t take = o->len - o->off;
+			if (take > sizeof(t->record) - n)
+				take = sizeof(t->record) - n;
+			memcpy(t->record + n, o->data + o->off, take);
+			n += take;
+		}
+		ERR_clear_error();
+		int k = SSL_write(c->ssl, t->record, (int)n);
+		if (k <= 0) {
+			if (tls_wait(c, k))
+				return true;
+			conn_close(t, c);
+			return false;
+		}
+		c->tls_want_write = false;
+		out_consume(c, (size_t)k);
+	}
+	return true;
+}
+
 /* Write queued output; @return false when the connection was closed. */
 static bool conn_flush(struct net_tcp *t, struct tcp_conn *c)
 {
+	if (c->ssl)
+		return tls_flush(t, c);
 	while (c->out_head) {
 		struct iovec iov[TCP_IOV_MAX];
 		int n = 0;
@@ -330,22 +485,7 @@ static bool conn_flush(struct net_tcp *t, struct tcp_conn *c)
 		}
 		if (k == 0)
 			break;
-		c->active_ns = clock_ns(); /* the client takes replies */
-		c->out_bytes -= (size_t)k;
-		size_t left = (size_t)k;
-		while (left > 0) {
-			struct tcp_out *o = c->out_head;
-			size_t rest = o->len - o->off;
-			if (left < rest) {
-				o->off += left;
-				break;
-			}
-			left -= rest;
-			c->out_head = o->next;
-			free(o);
-		}
-		if (c->out_head == NULL)
-			c->out_tail = NULL;
+		out_consume(c, (size_t)k);
 		if ((size_t)k < want)
 			break; /* the socket's buffer is full */
 	}
@@ -380,8 +520,10 @@ static void conn_take_messages(struct net_tcp *t, struct tcp_conn *c)
 		size_t mlen = ((size_t)c->in[off] << 8) | c->in[off + 1];
 		if (c->in_len - off < 2 + mlen)
 			break;
-		struct query_client cl = { .tcp = true, .udp_fd = -1, .conn_id = c->id, .peer = &c->peer,
-		                           .peer_len = c->peer_len };
+		struct query_client cl = { .tcp = true, .tls = c->ssl != NULL, .udp_fd = -1, .conn_id = c->id,
+		                           .peer = &c->peer, .peer_len = c->peer_len };
+		if (c->proxied)
+			counter_inc(&t->ctr->proxied);
 		if (t->x->tap) { /* dnstap logs the listener's address: asked once per connection */
 			socklen_t llen = sizeof(c->local);
 			if (c->local.ss_family == 0)
@@ -407,6 +549,11 @@ static void conn_take_messages(struct net_tcp *t, struct tcp_conn *c)
 	if (off > 0) {
 		memmove(c->in, c->in + off, c->in_len - off);
 		c->in_len -= off;
+	}
+	if (c->in_len == 0) { /* nothing waits: an idle connection holds no buffer */
+		free(c->in);
+		c->in = NULL;
+		c->in_cap = 0;
 	}
 	/* the next message's clock starts with its first byte, already here */
 	if (c->in_len > 0 && c->msg_ns == 0 && !conn_has_message(c))
@@ -452,7 +599,7 @@ static bool conn_service(struct net_tcp *t, struct tcp_conn *c)
 	return true;
 }
 
-void net_tcp_accept(struct net_tcp *t, int lfd)
+void net_tcp_accept(struct net_tcp *t, int lfd, struct query_ctx *x)
 {
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage peer;
@@ -460,8 +607,10 @@ void net_tcp_accept(struct net_tcp *t, int lfd)
 		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
+		/* a balancer's connections are counted against the client its header names, not against it */
+		bool proxy = classify_proxy(x->snap, &peer);
 		uint32_t slots[2];
-		bool counted = client_slots(&peer, slots);
+		bool counted = !proxy && client_slots(&peer, slots);
 		if (counted && !client_acquire(slots, t->max_per_client)) {
 			close(fd); /* over server.tcp_max_per_client */
 			counter_inc(&t->ctr->tcp_refused_client);
@@ -479,25 +628,30 @@ void net_tcp_accept(struct net_tcp *t, int lfd)
 			counter_inc(&t->ctr->tcp_evicted);
 		}
 		struct tcp_conn *c = malloc(sizeof(*c));
-		if (c == NULL) {
+		SSL *ssl = t->tls ? tls_slot_ssl(t->tls, fd) : NULL;
+		if (c == NULL || (t->tls && ssl == NULL)) {
+			free(c);
+			SSL_free(ssl);
 			close(fd);
 			if (counted)
 				client_release(slots);
 			continue;
 		}
-		memset(c, 0, offsetof(struct tcp_conn, in)); /* in[] is written before it is read */
+		memset(c, 0, sizeof(*c));
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		size_t slot = t->free_slots[--t->nfree];
 		c->fd = fd;
 		c->id = ((uint64_t)++t->conn_gen[slot] << 32) | slot;
-		c->ev = (struct net_ev){ .kind = NET_EV_TCP_CONN, .fd = fd, .ptr = c };
+		c->ev = (struct net_ev){ .kind = t->tls ? NET_EV_TLS_CONN : NET_EV_TCP_CONN, .fd = fd, .ptr = c };
 		memcpy(&c->peer, &peer, plen);
 		c->peer_len = plen;
 		c->counted = counted;
 		if (counted)
 			memcpy(c->client, slots, sizeof(slots));
-		c->active_ns = clock_ns();
+		c->ssl = ssl;
+		c->stage = proxy ? STAGE_PROXY : ssl ? STAGE_HANDSHAKE : STAGE_DNS;
+		c->active_ns = c->stage_ns = clock_ns();
 		t->conns[slot] = c;
 		t->nconns++;
 		struct epoll_event e = { .events = EPOLLIN, .data.ptr = &c->ev };
@@ -510,9 +664,16 @@ void net_tcp_accept(struct net_tcp *t, int lfd)
 	}
 }
 
-/* Past its message deadline: close. */
+/* Past its message deadline, or its PROXY header or handshake not done in time: close. */
 static bool conn_too_slow(struct net_tcp *t, struct tcp_conn *c, uint64_t now)
 {
+	if (c->stage != STAGE_DNS) {
+		if (now - c->stage_ns <= t->handshake_ns)
+			return false;
+		counter_inc(c->stage == STAGE_PROXY ? &t->ctr->proxy_refused : &t->ctr->tls_handshake_timeout);
+		conn_close(t, c);
+		return true;
+	}
 	if (c->msg_ns == 0 || now - c->msg_ns <= t->message_ns)
 		return false;
 	counter_inc(&t->ctr->tcp_slow_closed);
@@ -520,22 +681,155 @@ static bool conn_too_slow(struct net_tcp *t, struct tcp_conn *c, uint64_t now)
 	return true;
 }
 
+/*
+ * The PROXY v2 header of a balancer's connection: peeked until whole, then
+ * taken, so what follows it (a TLS ClientHello, queries) stays in the
+ * socket for the next stage. The connection then counts against the
+ * client the header names.
+ * @return false when the connection was closed or the header is not whole yet.
+ */
+static bool conn_proxy(struct net_tcp *t, struct tcp_conn *c)
+{
+	ssize_t k = recv(c->fd, t->reply, PROXY_HDR_MAX, MSG_PEEK | MSG_DONTWAIT);
+	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return false;
+	if (k <= 0) {
+		conn_close(t, c); /* gone before its header */
+		return false;
+	}
+	struct sockaddr_storage client;
+	socklen_t clen;
+	int n = net_proxy_take(t->x->snap, t->ctr, &c->peer, t->reply, (size_t)k, true, &client, &clen);
+	if (n == NET_PROXY_MORE)
+		return false;
+	if (n <= 0 || recv(c->fd, t->reply, (size_t)n, MSG_DONTWAIT) != n) {
+		conn_close(t, c);
+		return false;
+	}
+	if (clen != 0) {
+		memcpy(&c->peer, &client, clen);
+		c->peer_len = clen;
+	}
+	c->proxied = true;
+	if (client_slots(&c->peer, c->client)) {
+		if (!client_acquire(c->client, t->max_per_client)) {
+			counter_inc(&t->ctr->tcp_refused_client);
+			conn_close(t, c);
+			return false;
+		}
+		c->counted = true;
+	}
+	c->stage = c->ssl ? STAGE_HANDSHAKE : STAGE_DNS;
+	c->stage_ns = clock_ns();
+	return true;
+}
+
+/* A failed handshake, logged (rate-limited) with the client and OpenSSL's reason. */
+static void tls_report(const struct tcp_conn *c)
+{
+	static struct log_limit lim;
+	char a[INET6_ADDRSTRLEN] = "?", why[160] = "connection closed";
+	unsigned long e = ERR_peek_last_error();
+	if (e != 0)
+		ERR_error_string_n(e, why, sizeof(why));
+	if (c->peer.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)&c->peer)->sin_addr, a, sizeof(a));
+	else if (c->peer.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&c->peer)->sin6_addr, a, sizeof(a));
+	log_limited(&lim, LOG_LEVEL_INFO, "DoT handshake with %s failed: %s", a, why);
+}
+
+/* @return false when the connection was closed or the handshake is not done yet. */
+static bool conn_handshake(struct net_tcp *t, struct tcp_conn *c)
+{
+	ERR_clear_error();
+	int rc = SSL_do_handshake(c->ssl);
+	if (rc == 1) {
+		c->tls_want_write = false;
+		c->stage = STAGE_DNS;
+		c->active_ns = clock_ns();
+		counter_inc(&t->ctr->tls_handshakes);
+		if (SSL_session_reused(c->ssl))
+			counter_inc(&t->ctr->tls_resumed);
+		return true;
+	}
+	int e = SSL_get_error(c->ssl, rc);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		c->tls_want_write = e == SSL_ERROR_WANT_WRITE;
+		conn_set_events(t, c);
+		return false;
+	}
+	counter_inc(&t->ctr->tls_handshake_failed);
+	tls_report(c);
+	ERR_clear_error();
+	conn_close(t, c);
+	return false;
+}
+
+/* Room for what comes next: the rest of the message begun, and a chunk more. */
+static bool conn_in_room(struct tcp_conn *c)
+{
+	size_t need = c->in_len + TCP_READ_CHUNK;
+	if (c->in_len >= 2) {
+		size_t whole = 2 + (((size_t)c->in[0] << 8) | c->in[1]);
+		if (whole > need)
+			need = whole;
+	}
+	if (need <= c->in_cap)
+		return true;
+	uint8_t *p = realloc(c->in, need);
+	if (p == NULL)
+		return false;
+	c->in = p;
+	c->in_cap = need;
+	return true;
+}
+
+/* Read what is there (plain or TLS). @return bytes read, 0 at the peer's end, -1 nothing now, -2 to close. */
+static ssize_t conn_recv(struct tcp_conn *c)
+{
+	size_t room = c->in_cap - c->in_len;
+	if (c->ssl == NULL) {
+		ssize_t k = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
+		if (k >= 0)
+			return k;
+		return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+	}
+	ERR_clear_error();
+	int k = SSL_read(c->ssl, c->in + c->in_len, (int)room);
+	if (k > 0) {
+		c->tls_want_write = false;
+		return k;
+	}
+	int e = SSL_get_error(c->ssl, k);
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 0; /* close_notify */
+	if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && errno == 0)
+		return 0; /* the peer closed without close_notify */
+	return tls_wait(c, k) ? -1 : -2;
+}
+
 static void conn_read(struct net_tcp *t, struct tcp_conn *c)
 {
-	for (int rounds = 0; rounds < 16 && !c->paused && !c->closing; rounds++) {
-		size_t room = sizeof(c->in) - c->in_len;
-		if (room == 0)
-			break; /* cannot be: a full buffer holds a whole message */
-		ssize_t k = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
+	if (c->stage == STAGE_PROXY && !conn_proxy(t, c))
+		return;
+	if (c->stage == STAGE_HANDSHAKE && !conn_handshake(t, c))
+		return;
+	/* over TLS, bytes OpenSSL already holds are read before the loop lets go: the socket may not wake us for them */
+	for (int rounds = 0; (rounds < 16 || (c->ssl && SSL_has_pending(c->ssl))) && !c->paused && !c->closing;
+	     rounds++) {
+		if (!conn_in_room(c))
+			break;
+		size_t room = c->in_cap - c->in_len;
+		errno = 0;
+		ssize_t k = conn_recv(c);
 		if (k == 0) {
 			c->closing = true;
 			break;
 		}
+		if (k == -1)
+			break;
 		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
 			conn_close(t, c);
 			return;
 		}
@@ -547,7 +841,7 @@ static void conn_read(struct net_tcp *t, struct tcp_conn *c)
 			return;
 		if (conn_too_slow(t, c, clock_ns()))
 			return;
-		if ((size_t)k < room)
+		if (c->ssl == NULL && (size_t)k < room)
 			break; /* read all there was */
 	}
 	conn_service(t, c);
@@ -564,7 +858,8 @@ void net_tcp_event(struct net_tcp *t, struct net_ev *ev, uint32_t events, struct
 		conn_close(t, c);
 		return;
 	}
-	if (events & EPOLLIN)
+	/* a stage before DNS, or OpenSSL waiting to write in the middle of a read: the read goes on */
+	if ((events & EPOLLIN) || c->stage != STAGE_DNS || c->tls_want_write)
 		conn_read(t, c);
 	else
 		conn_service(t, c);
@@ -584,7 +879,12 @@ void net_tcp_reply(struct net_tcp *t, uint64_t conn_id, const uint8_t *msg, int 
 		c->in_len = 0;
 		c->msg_ns = 0;
 	}
-	conn_service(t, c);
+	bool was_paused = c->paused;
+	if (!conn_service(t, c))
+		return;
+	/* resumed over TLS: what OpenSSL read before the pause does not wake the socket */
+	if (was_paused && !c->paused && c->ssl && SSL_has_pending(c->ssl))
+		conn_read(t, c);
 }
 
 void net_tcp_sweep(struct net_tcp *t)

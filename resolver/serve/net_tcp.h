@@ -2,6 +2,7 @@
 /* This file is private to resolver/. TCP: connections of one listener thread, length-prefixed messages both ways. */
 #pragma once
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,10 +10,29 @@
 #include "resolver/serve/query.h"
 
 struct net_tcp;
+struct tls_server;
+
+/* The DoT listeners' TLS context: set at start and on every reload, read at each accept. */
+struct net_tls_slot {
+	pthread_mutex_t lock;
+	struct tls_server *cur;  /* NULL: none (DoT connections are closed at once) */
+};
+
+void net_tls_slot_init(struct net_tls_slot *slot);
+/** Drop the slot's reference. */
+void net_tls_slot_deinit(struct net_tls_slot *slot);
+/** Make tls (its reference taken) the context of new connections; open ones keep theirs. */
+void net_tls_slot_set(struct net_tls_slot *slot, struct tls_server *tls);
 
 /**
  * Connections of one thread, registered in epfd with net_ev tags
- * (NET_EV_TCP_CONN, ptr = the connection). Limits, from c->server:
+ * (NET_EV_TCP_CONN, or NET_EV_TLS_CONN with tls; ptr = the connection).
+ * With tls, each connection is DNS over TLS (RFC 7858) with a context from
+ * the slot: the handshake must end within tls_handshake_ms, and
+ * tls_max_clients replaces tcp_max_clients. A connection from
+ * server.proxy_from starts with a PROXY v2 header (net_proxy.h) before
+ * anything else, within the same deadline (tcp_message_ms for plain TCP);
+ * it then counts against the client the header names. Limits, from c->server:
  *  - tcp_max_clients: connections of this thread; when full, a new one
  *    closes the connection idle for longest (no query pending, no reply
  *    queued), or is closed at once when none is idle;
@@ -28,13 +48,13 @@ struct net_tcp;
  * @param ctr  this thread's counters (tcp_refused_client ... tcp_paused)
  * @return NULL on ENOMEM.
  */
-struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr);
+struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct net_tls_slot *tls);
 
 /** Close every connection and free. NULL is a no-op. */
 void net_tcp_free(struct net_tcp *t);
 
-/** Accept what is waiting on the listening socket fd. */
-void net_tcp_accept(struct net_tcp *t, int fd);
+/** Accept what is waiting on the listening socket fd (x: its snapshot says who is a balancer). */
+void net_tcp_accept(struct net_tcp *t, int fd, struct query_ctx *x);
 
 /**
  * An epoll event on a connection: read queries (answered through x), write

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "resolver/serve/net_proxy.h"
+
 #define UDP_BATCH 32
 #define UDP_ROUNDS 8 /* batches per wake-up before the loop serves others */
 #define UDP_CTRL CMSG_SPACE(sizeof(struct in6_pktinfo))
@@ -20,6 +22,7 @@ struct udp_batch {
 	struct mmsghdr msgs[UDP_BATCH], replies[UDP_BATCH];
 	struct iovec iov[UDP_BATCH], riov[UDP_BATCH];
 	struct sockaddr_storage peers[UDP_BATCH], locals[UDP_BATCH];
+	struct sockaddr_storage clients[UDP_BATCH]; /* behind a balancer: the client its PROXY header names */
 	_Alignas(struct cmsghdr) uint8_t ctrl[UDP_BATCH][UDP_CTRL];
 	_Alignas(struct cmsghdr) uint8_t rctrl[UDP_BATCH][UDP_CTRL];
 };
@@ -104,10 +107,27 @@ void net_udp_read(struct query_ctx *x, int fd, bool wildcard)
 		for (int i = 0; i < n; i++) {
 			struct query_client cl = { .tcp = false, .udp_fd = fd, .peer = &b->peers[i],
 			                           .peer_len = b->msgs[i].msg_hdr.msg_namelen };
+			const uint8_t *pkt = b->in[i];
+			size_t plen = b->msgs[i].msg_len;
+			socklen_t clen;
+			int hdr = net_proxy_take(x->snap, x->ctr, &b->peers[i], pkt, plen, false, &b->clients[i], &clen);
+			if (hdr < 0)
+				continue; /* refused: counted and logged */
+			if (hdr > 0) { /* the reply goes back through the balancer */
+				counter_inc(&x->ctr->proxied);
+				pkt += hdr;
+				plen -= (size_t)hdr;
+				if (clen != 0) {
+					cl.via = cl.peer;
+					cl.via_len = cl.peer_len;
+					cl.peer = &b->clients[i];
+					cl.peer_len = clen;
+				}
+			}
 			if (wildcard && local_from_cmsg(&b->msgs[i].msg_hdr, &b->locals[i]))
 				cl.local = &b->locals[i];
 			cl.listener = cl.local ? cl.local : listener;
-			int len = query_process(x, &cl, b->in[i], b->msgs[i].msg_len, b->out[nr], sizeof(b->out[nr]));
+			int len = query_process(x, &cl, pkt, plen, b->out[nr], sizeof(b->out[nr]));
 			if (len <= 0)
 				continue;
 			b->riov[nr] = (struct iovec){ .iov_base = b->out[nr], .iov_len = (size_t)len };

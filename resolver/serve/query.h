@@ -46,11 +46,14 @@ struct query_ctx {
 
 /* Where a query came from and how to answer it later. */
 struct query_client {
-	bool tcp;
+	bool tcp;                       /* a stream (TCP or DoT): no truncation */
+	bool tls;                       /* DoT */
 	int udp_fd;
 	uint64_t conn_id;               /* TCP: the connection's id in its listener */
-	const struct sockaddr_storage *peer;
+	const struct sockaddr_storage *peer; /* the client: everything that keys on the client reads this */
 	socklen_t peer_len;
+	const struct sockaddr_storage *via; /* UDP through a balancer (PROXY v2): where the reply goes; else NULL */
+	socklen_t via_len;
 	const struct sockaddr_storage *local; /* UDP on a wildcard socket: the address asked (reply from it); else NULL */
 	const struct sockaddr_storage *listener; /* dnstap: the address the query came to (set when tap is) */
 };

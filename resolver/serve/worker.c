@@ -31,7 +31,10 @@ struct worker {
 	size_t nlisten;
 	struct net_ev *udp;        /* per listen address */
 	struct net_ev *tcp;
+	size_t nlisten_tls;
+	struct net_ev *tls;        /* per server.listen_tls address */
 	struct net_tcp *conns;
+	struct net_tcp *tls_conns; /* DoT; NULL without listen_tls */
 	struct query_ctx qx;
 	uint64_t snap_gen;
 	struct counters ctr;
@@ -92,11 +95,15 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	w->nlisten = c->server.nlisten;
 	w->udp = calloc(w->nlisten ? w->nlisten : 1, sizeof(struct net_ev));
 	w->tcp = calloc(w->nlisten ? w->nlisten : 1, sizeof(struct net_ev));
+	w->nlisten_tls = c->server.nlisten_tls;
+	w->tls = calloc(w->nlisten_tls ? w->nlisten_tls : 1, sizeof(struct net_ev));
 	w->pctr = calloc(PARTITION_MAX + 1, sizeof(*w->pctr));
-	if (!w->udp || !w->tcp || !w->pctr)
+	if (!w->udp || !w->tcp || !w->tls || !w->pctr)
 		goto fail;
 	for (size_t i = 0; i < w->nlisten; i++)
 		w->udp[i].fd = w->tcp[i].fd = -1;
+	for (size_t i = 0; i < w->nlisten_tls; i++)
+		w->tls[i].fd = -1;
 	if (mq_init(&w->replies) != 0)
 		goto fail;
 	/* colocated: one epoll for the listener's sockets and libunbound's (uloop.h); a dup, so
@@ -105,9 +112,14 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	w->epfd = w->loop ? fcntl(uloop_fd(w->loop), F_DUPFD_CLOEXEC, 0) : epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0)
 		goto fail;
-	w->conns = net_tcp_new(w->epfd, c, &w->ctr);
+	w->conns = net_tcp_new(w->epfd, c, &w->ctr, NULL);
 	if (w->conns == NULL)
 		goto fail;
+	if (w->nlisten_tls > 0) {
+		w->tls_conns = net_tcp_new(w->epfd, c, &w->ctr, env->tls);
+		if (w->tls_conns == NULL)
+			goto fail;
+	}
 	w->replies_ev = (struct net_ev){ .kind = NET_EV_REPLIES, .fd = w->replies.efd };
 	w->stop_ev = (struct net_ev){ .kind = NET_EV_STOP, .fd = env->stop_fd };
 	if (ep_add(w, &w->replies_ev, EPOLLIN) != 0 || ep_add(w, &w->stop_ev, EPOLLIN) != 0)
@@ -129,6 +141,17 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 		if (ep_add(w, &w->udp[i], EPOLLIN) != 0 || ep_add(w, &w->tcp[i], EPOLLIN) != 0)
 			goto fail;
 	}
+	for (size_t i = 0; i < w->nlisten_tls; i++) {
+		const struct conf_addr *a = &c->server.listen_tls[i];
+		int fd = net_bind(a, SOCK_STREAM);
+		if (fd < 0) {
+			log_err("cannot listen on %s (DoT): %s", a->text, strerror(-fd));
+			goto fail;
+		}
+		w->tls[i] = (struct net_ev){ .kind = NET_EV_TLS_LISTEN, .fd = fd };
+		if (ep_add(w, &w->tls[i], EPOLLIN) != 0)
+			goto fail;
+	}
 	w->qx = (struct query_ctx){ .cache = env->cache, .hints = env->hints, .inflight = env->inflight, .replies = &w->replies,
 	                            .dispatch = dispatch, .dispatch_arg = w, .ctr = &w->ctr, .pctr = w->pctr,
 	                            .resp_time = &w->resp_time, .xfr = env->rpz_xfr };
@@ -148,6 +171,7 @@ void worker_free(struct worker *w)
 	if (w == NULL)
 		return;
 	net_tcp_free(w->conns);
+	net_tcp_free(w->tls_conns);
 	/* replies that arrived after the loop ended */
 	if (w->replies.efd >= 0) {
 		struct mq_node *n = mq_take_all(&w->replies);
@@ -164,6 +188,9 @@ void worker_free(struct worker *w)
 		if (w->tcp && w->tcp[i].fd >= 0)
 			close(w->tcp[i].fd);
 	}
+	for (size_t i = 0; w->tls && i < w->nlisten_tls; i++)
+		if (w->tls[i].fd >= 0)
+			close(w->tls[i].fd);
 	if (w->epfd >= 0)
 		close(w->epfd);
 	snapshot_release(w->qx.snap);
@@ -171,6 +198,7 @@ void worker_free(struct worker *w)
 	topk_free(w->qx.unmatched);
 	free(w->udp);
 	free(w->tcp);
+	free(w->tls);
 	free(w->pctr);
 	free(w);
 }
@@ -198,7 +226,10 @@ static void drain_replies(struct worker *w, bool own)
 		/* len < 0: a new waiter took over; a TCP connection's pending count stays */
 		if (len >= 0) {
 			if (wt->tcp)
-				net_tcp_reply(w->conns, wt->conn_id, w->reply, len);
+				net_tcp_reply(wt->tls ? w->tls_conns : w->conns, wt->conn_id, w->reply, len);
+			else if (len > 0 && wt->via_len != 0) /* through the balancer that sent it */
+				net_udp_send(wt->udp_fd, &wt->via, wt->via_len, wt->has_local ? &wt->local : NULL, w->reply,
+				             (size_t)len);
 			else if (len > 0)
 				net_udp_send(wt->udp_fd, &wt->peer, wt->peer_len, wt->has_local ? &wt->local : NULL, w->reply,
 				             (size_t)len);
@@ -235,8 +266,10 @@ static void *worker_main(void *arg)
 			struct net_ev *ev = events[i].data.ptr;
 			switch (ev->kind) {
 			case NET_EV_UDP: net_udp_read(&w->qx, ev->fd, ev->wildcard); break;
-			case NET_EV_TCP_LISTEN: net_tcp_accept(w->conns, ev->fd); break;
+			case NET_EV_TCP_LISTEN: net_tcp_accept(w->conns, ev->fd, &w->qx); break;
 			case NET_EV_TCP_CONN: net_tcp_event(w->conns, ev, events[i].events, &w->qx); break;
+			case NET_EV_TLS_LISTEN: net_tcp_accept(w->tls_conns, ev->fd, &w->qx); break;
+			case NET_EV_TLS_CONN: net_tcp_event(w->tls_conns, ev, events[i].events, &w->qx); break;
 			case NET_EV_REPLIES: drain_replies(w, false); break;
 			case NET_EV_STOP: stop = true; break;
 			}
@@ -251,10 +284,14 @@ static void *worker_main(void *arg)
 			drain_replies(w, true);
 		if (now - last_sweep > 1000000000ull) {
 			net_tcp_sweep(w->conns);
+			if (w->tls_conns)
+				net_tcp_sweep(w->tls_conns);
 			inflight_trim(w->env.inflight);
 			last_sweep = now;
 		}
 		net_tcp_end_batch(w->conns);
+		if (w->tls_conns)
+			net_tcp_end_batch(w->tls_conns);
 	}
 	return NULL;
 }

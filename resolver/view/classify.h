@@ -44,6 +44,19 @@ static inline bool classify_exempt(const struct classify *cl)
 	return (cl->lists & (SNAPSHOT_ACL_EXEMPT | SNAPSHOT_ACL_TRUSTED_ECS)) != 0;
 }
 
+/**
+ * Must peer send a PROXY v2 header (server.proxy_from)? Only such peers may:
+ * a balancer's own address, never a client's. False at once when the list
+ * is empty (no lookup).
+ */
+static inline bool classify_proxy(const struct snapshot *s, const struct sockaddr_storage *peer)
+{
+	int family;
+	const uint8_t *addr;
+	return s->conf->server.nproxy_from > 0 && classify_addr(peer, &family, &addr) &&
+	       (pset_lookup(s->acl, family, addr) & SNAPSHOT_ACL_PROXY) != 0;
+}
+
 /** Is the client allowed to query (server.allow)? After classify_lists. */
 static inline bool classify_allowed(const struct classify *cl)
 {

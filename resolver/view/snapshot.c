@@ -56,7 +56,7 @@ static int acl_add(struct pset *s, const struct prefix *list, size_t n, unsigned
 }
 
 /*
- * server.allow, server.client_exempt and edns.trusted_ecs as one prefix
+ * server.allow, server.client_exempt, edns.trusted_ecs and server.proxy_from as one prefix
  * set: a query's ACL questions cost one longest-prefix match, whatever the
  * lists' lengths. @return the set or NULL (ENOMEM).
  */
@@ -64,10 +64,11 @@ static struct pset *acl_build(const struct conf *c)
 {
 	struct pset *s = pset_new();
 	_Static_assert(SNAPSHOT_ACL_ALLOW == 1u << 0 && SNAPSHOT_ACL_EXEMPT == 1u << 1 &&
-	               SNAPSHOT_ACL_TRUSTED_ECS == 1u << 2, "list numbers below");
+	               SNAPSHOT_ACL_TRUSTED_ECS == 1u << 2 && SNAPSHOT_ACL_PROXY == 1u << 3, "list numbers below");
 	if (s == NULL || acl_add(s, c->server.allow, c->server.nallow, 0) != 0 ||
 	    acl_add(s, c->server.client_exempt, c->server.nclient_exempt, 1) != 0 ||
 	    acl_add(s, c->edns.trusted_ecs, c->edns.ntrusted_ecs, 2) != 0 ||
+	    acl_add(s, c->server.proxy_from, c->server.nproxy_from, 3) != 0 ||
 	    pset_build(s) != 0) {
 		pset_free(s);
 		return NULL;

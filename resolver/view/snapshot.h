@@ -19,6 +19,7 @@ enum {
 	SNAPSHOT_ACL_ALLOW = 1u << 0,       /* server.allow */
 	SNAPSHOT_ACL_EXEMPT = 1u << 1,      /* server.client_exempt */
 	SNAPSHOT_ACL_TRUSTED_ECS = 1u << 2, /* edns.trusted_ecs */
+	SNAPSHOT_ACL_PROXY = 1u << 3,       /* server.proxy_from */
 };
 
 /* Immutable once published; lives while someone holds a reference. */
