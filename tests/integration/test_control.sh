@@ -26,7 +26,7 @@ for ((i = 0; i < 30; i++)); do
 done
 t1=$(date +%s%N)
 assert_eq "domain add is live without a signal" "203.0.113.2" "$got"
-assert_le "picked up within a second" 1000 "$(((t1 - t0) / 1000000))"
+assert_le "picked up within a second (sanitizer builds: scaled)" $((1000 * ${PARTDNS_TIME_SCALE:-1})) "$(((t1 - t0) / 1000000))"
 
 # Backup and restore: domain import --replace is one committed change, picked
 # up live like any other (the store's change counter moves once).

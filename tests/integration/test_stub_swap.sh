@@ -26,7 +26,7 @@ awk -v n="$N" 'BEGIN { for (i = 1; i <= n; i++) printf "c%d.bulk%d.example. subt
 pdctl domain import "$IT_TMP/subtrees.txt" >/dev/null
 stats() { "$PARTDNSCTL_BIN" -c "$PD_CONF" stats | awk -v k="$1" '$1 == k {print $2}'; }
 # stub_ready COUNT: the log says the stub contexts for COUNT subtrees are ready (polled up to 60 s, STUB_SWAP_WAIT)
-stub_ready() { it_poll "${STUB_SWAP_WAIT:-60}" 1 sh -c "grep -c 'stub contexts for $1 flagged subtree(s) ready' '$IT_TMP/partdns.log'"; }
+stub_ready() { it_poll "${STUB_SWAP_WAIT:-$((60 * ${PARTDNS_TIME_SCALE:-1}))}" 1 sh -c "grep -c 'stub contexts for $1 flagged subtree(s) ready' '$IT_TMP/partdns.log'"; }
 
 t0=$(date +%s%N)
 partdns_start "$PD_CONF"
