@@ -97,6 +97,7 @@ struct tcp_conn {
 	struct sockaddr_storage local; /* dnstap: the address the client connected to; ss_family 0 = not asked yet */
 	enum conn_stage stage;
 	bool proxied;             /* the client was named by a balancer's PROXY header */
+	bool started;             /* plain TCP: its first bytes were checked for a stray PROXY header */
 	bool tls_want_write;      /* OpenSSL needs the socket writable to go on (handshake, a read) */
 	SSL *ssl;                 /* DoT; NULL for plain TCP */
 	uint64_t stage_ns;        /* PROXY and handshake stages: when it began */
@@ -766,6 +767,29 @@ static bool conn_handshake(struct net_tcp *t, struct tcp_conn *c)
 	return false;
 }
 
+/*
+ * A plain connection from outside server.proxy_from that starts with a
+ * PROXY header: refused (net_proxy_take counts and logs it), not read as
+ * a 3,338-byte message that never ends. Over TLS the handshake refuses it.
+ * @return false when the connection was closed.
+ */
+static bool conn_start_check(struct net_tcp *t, struct tcp_conn *c)
+{
+	if (c->ssl != NULL || c->proxied) {
+		c->started = true;
+		return true;
+	}
+	if (c->in_len < PROXY_SIG_LEN)
+		return true;
+	c->started = true;
+	struct sockaddr_storage client;
+	socklen_t clen;
+	if (net_proxy_take(t->x->snap, t->ctr, &c->peer, c->in, c->in_len, true, &client, &clen) == 0)
+		return true;
+	conn_close(t, c);
+	return false;
+}
+
 /* Room for what comes next: the rest of the message begun, and a chunk more. */
 static bool conn_in_room(struct tcp_conn *c)
 {
@@ -837,6 +861,8 @@ static void conn_read(struct net_tcp *t, struct tcp_conn *c)
 		if (c->in_len == 0)
 			c->msg_ns = now; /* a message starts */
 		c->in_len += (size_t)k;
+		if (!c->started && !conn_start_check(t, c))
+			return;
 		if (!conn_service(t, c))
 			return;
 		if (conn_too_slow(t, c, clock_ns()))
