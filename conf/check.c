@@ -106,6 +106,25 @@ static void report_listen(struct loader *L, size_t first, size_t later, void *ar
 		           (unsigned)f->line, (unsigned)f->col);
 }
 
+/* An encrypted listener list (key: listen_tls, listen_https): a certificate, and no port also in server.listen. */
+static void check_encrypted(struct loader *L, const struct ynode *root, const char *key, const struct conf_addr *list,
+                            size_t n)
+{
+	const struct conf *c = &L->st.conf;
+	if (n > 0 && (c->server.tls_cert[0] == '\0' || c->server.tls_key[0] == '\0')) {
+		conf_key_set(L, "server.%s", key);
+		conf_error(L, get2(root, "server", key), false,
+		           "needs server.tls_cert and server.tls_key (PEM files: the certificate chain and its key)");
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < c->server.nlisten; j++)
+			if (list[i].len != 0 && addr_cmp(&list[i], &c->server.listen[j]) == 0) {
+				conf_key_set(L, "server.%s[%zu]", key, i);
+				conf_error(L, list_item(get2(root, "server", key), i), true,
+				           "also in server.listen: one port serves plain DNS or TLS, not both");
+			}
+}
+
 static void check_server(struct loader *L, const struct ynode *root)
 {
 	struct conf *c = &L->st.conf;
@@ -120,22 +139,29 @@ static void check_server(struct loader *L, const struct ynode *root)
 	const struct ynode *listen = get2(root, "server", "listen");
 	find_dups(L, c->server.listen, c->server.nlisten, sizeof(c->server.listen[0]), addr_cmp,
 	          report_listen, (void *)listen);
-	if (c->server.nlisten_tls > 0 && (c->server.tls_cert[0] == '\0' || c->server.tls_key[0] == '\0')) {
-		conf_key_set(L, "server.listen_tls");
-		conf_error(L, get2(root, "server", "listen_tls"), false,
-		           "needs server.tls_cert and server.tls_key (PEM files: the certificate chain and its key)");
-	}
-	for (size_t i = 0; i < c->server.nlisten_tls; i++)
-		for (size_t j = 0; j < c->server.nlisten; j++)
-			if (c->server.listen_tls[i].len != 0 && addr_cmp(&c->server.listen_tls[i], &c->server.listen[j]) == 0) {
-				conf_key_set(L, "server.listen_tls[%zu]", i);
-				conf_error(L, list_item(get2(root, "server", "listen_tls"), i), true,
-				           "also in server.listen: one port serves plain DNS or TLS, not both");
+	check_encrypted(L, root, "listen_tls", c->server.listen_tls, c->server.nlisten_tls);
+	check_encrypted(L, root, "listen_https", c->server.listen_https, c->server.nlisten_https);
+	for (size_t i = 0; i < c->server.nlisten_https; i++)
+		for (size_t j = 0; j < c->server.nlisten_tls; j++)
+			if (c->server.listen_https[i].len != 0 && addr_cmp(&c->server.listen_https[i], &c->server.listen_tls[j]) == 0) {
+				conf_key_set(L, "server.listen_https[%zu]", i);
+				conf_error(L, list_item(get2(root, "server", "listen_https"), i), true,
+				           "also in server.listen_tls: one port serves DoT or DoH, not both");
 			}
-	if (c->server.nlisten_tls == 0 && c->server.tls_cert[0] != '\0') {
+	if (c->server.https_path[0] != '/' || strpbrk(c->server.https_path, "?#% ") != NULL) {
+		conf_key_set(L, "server.https_path");
+		conf_error(L, get2(root, "server", "https_path"), true,
+		           "must be an absolute path without '?', '#', '%%' or spaces, e.g. /dns-query");
+	}
+	if (c->server.ddr && c->server.nlisten_tls + c->server.nlisten_https == 0) {
+		conf_key_set(L, "server.ddr");
+		conf_warning(L, get2(root, "server", "ddr"), false,
+		             "no server.listen_tls or listen_https: there are no encrypted endpoints to announce");
+	}
+	if (c->server.nlisten_tls + c->server.nlisten_https == 0 && c->server.tls_cert[0] != '\0') {
 		conf_key_set(L, "server.tls_cert");
 		conf_warning(L, get2(root, "server", "tls_cert"), false,
-		             "no server.listen_tls: the certificate is not used");
+		             "no server.listen_tls or listen_https: the certificate is not used");
 	}
 	if (c->server.nallow == 0) {
 		conf_key_set(L, "server.allow");

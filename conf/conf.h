@@ -155,7 +155,11 @@ struct conf {
 		unsigned max_udp_size;    /* largest UDP reply (and the size our OPT advertises), 512..4096 */
 		size_t nlisten_tls;       /* DNS over TLS listeners; none = off */
 		struct conf_addr *listen_tls;
-		char *tls_cert;           /* PEM certificate chain for listen_tls; "" = none */
+		size_t nlisten_https;     /* DNS over HTTPS listeners; none = off */
+		struct conf_addr *listen_https;
+		char *https_path;         /* the path of DoH requests ("/dns-query") */
+		bool ddr;                 /* answer _dns.resolver.arpa SVCB with the encrypted listeners (RFC 9462) */
+		char *tls_cert;           /* PEM certificate chain for listen_tls and listen_https; "" = none */
 		char *tls_key;            /* PEM private key for tls_cert */
 		unsigned tls_max_clients; /* TLS connections per listener thread */
 		unsigned tls_handshake_ms; /* accept to the end of the TLS handshake */

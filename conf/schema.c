@@ -89,6 +89,7 @@ struct sitem {
 #define NOTE_CONTROL "server.control/control_group"
 #define NOTE_HTTP "server.http/http_allow"
 #define NOTE_TCP "server.tcp_*"
+#define NOTE_TLS "server.tls_max_clients/tls_handshake_ms"
 #define NOTE_CLIENT "server.client_qps/client_prefix4/client_prefix6"
 #define NOTE_LIBUNBOUND "resolver.* (libunbound)"
 #define NOTE_EDNS_BUDGET "edns.max_inflight/zone_qps"
@@ -238,12 +239,18 @@ static const struct sitem server_items[] = {
 	/* DNS over TLS (RFC 7858): its listeners, and the certificate and key they show (re-read on reload) */
 	{ .name = "listen_tls", .type = ST_TARGET,
 	  LST(CS, conf.server.listen_tls, conf.server.nlisten_tls, 0), .min = 853, .restart = true },
+	/* DNS over HTTPS (RFC 8484): its listeners (HTTP/2 and HTTP/1.1 over TLS, the same certificate) and path */
+	{ .name = "listen_https", .type = ST_TARGET,
+	  LST(CS, conf.server.listen_https, conf.server.nlisten_https, 0), .min = 443, .restart = true },
+	{ .name = "https_path", .type = ST_TEXT, FLD(CS, conf.server.https_path), .def = "/dns-query", .restart = true },
+	/* RFC 9462: _dns.resolver.arpa SVCB names the encrypted listeners */
+	{ .name = "ddr", .type = ST_BOOL, FLD(CS, conf.server.ddr), .def = "false" },
 	{ .name = "tls_cert", .type = ST_STR, FLD(CS, conf.server.tls_cert), .def = "" },
 	{ .name = "tls_key", .type = ST_STR, FLD(CS, conf.server.tls_key), .def = "" },
 	{ .name = "tls_max_clients", .type = ST_UINT, FLD(CS, conf.server.tls_max_clients),
-	  .min = 1, .max = 1000000, .def = "10000", .restart = true, .restart_note = NOTE_TCP },
+	  .min = 1, .max = 1000000, .def = "10000", .restart = true, .restart_note = NOTE_TLS },
 	{ .name = "tls_handshake_ms", .type = ST_UINT, FLD(CS, conf.server.tls_handshake_ms),
-	  .min = 100, .max = 60000, .def = "5000", .restart = true, .restart_note = NOTE_TCP },
+	  .min = 100, .max = 60000, .def = "5000", .restart = true, .restart_note = NOTE_TLS },
 	/* balancers and TLS terminators that send a PROXY v2 header (and only they may) */
 	{ .name = "proxy_from", .type = ST_PREFIX,
 	  LST(CS, conf.server.proxy_from, conf.server.nproxy_from, 0) },

@@ -599,3 +599,50 @@ const char *tls_server_names(const struct tls_server *t)
 {
 	return t->names;
 }
+
+void tls_slot_init(struct tls_slot *slot)
+{
+	pthread_mutex_init(&slot->lock, NULL);
+	slot->cur = NULL;
+}
+
+void tls_slot_deinit(struct tls_slot *slot)
+{
+	tls_server_unref(slot->cur);
+	slot->cur = NULL;
+	pthread_mutex_destroy(&slot->lock);
+}
+
+void tls_slot_set(struct tls_slot *slot, struct tls_server *t)
+{
+	pthread_mutex_lock(&slot->lock);
+	struct tls_server *old = slot->cur;
+	slot->cur = t;
+	pthread_mutex_unlock(&slot->lock);
+	tls_server_unref(old); /* connections made from it keep their SSL_CTX */
+}
+
+SSL *tls_slot_ssl(struct tls_slot *slot, int fd)
+{
+	pthread_mutex_lock(&slot->lock);
+	SSL *ssl = slot->cur ? tls_server_ssl(slot->cur, fd) : NULL;
+	pthread_mutex_unlock(&slot->lock);
+	return ssl;
+}
+
+void tls_slot_name(struct tls_slot *slot, char *buf, size_t size)
+{
+	if (size == 0)
+		return;
+	buf[0] = '\0';
+	pthread_mutex_lock(&slot->lock);
+	if (slot->cur) {
+		const char *names = tls_server_names(slot->cur);
+		size_t n = strcspn(names, ",");
+		if (n < size) {
+			memcpy(buf, names, n);
+			buf[n] = '\0';
+		}
+	}
+	pthread_mutex_unlock(&slot->lock);
+}

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <time.h>
 
+#include <pthread.h>
+
 #include <openssl/ssl.h>
 
 struct tls_server;
@@ -49,3 +51,24 @@ time_t tls_server_not_after(const struct tls_server *t);
 const char *tls_server_names(const struct tls_server *t);
 
 #define TLS_TICKET_ROTATE_S 3600
+
+/*
+ * Where listener threads take the current context from: set at start and
+ * by every reload, read at each accept (a mutex: a handshake costs far
+ * more). Connections made from an earlier context keep it (OpenSSL counts
+ * the SSL_CTX's references).
+ */
+struct tls_slot {
+	pthread_mutex_t lock;
+	struct tls_server *cur;  /* NULL: none */
+};
+
+void tls_slot_init(struct tls_slot *slot);
+/** Drop the slot's reference. */
+void tls_slot_deinit(struct tls_slot *slot);
+/** Make t (its reference taken) the current context. */
+void tls_slot_set(struct tls_slot *slot, struct tls_server *t);
+/** A new connection's SSL from the current context; NULL when there is none or out of memory. */
+SSL *tls_slot_ssl(struct tls_slot *slot, int fd);
+/** The current certificate's first name (tls_server_names up to its first comma) into buf; "" when none. */
+void tls_slot_name(struct tls_slot *slot, char *buf, size_t size);

@@ -187,7 +187,7 @@ static struct daemon *daemon_alloc(const char *conf_path, struct conf *c, bool t
 	snapshot_slot_init(&d->snapshots);
 	pthread_mutex_init(&d->reload_lock, NULL);
 	pthread_mutex_init(&d->next_lock, NULL);
-	net_tls_slot_init(&d->tls);
+	tls_slot_init(&d->tls);
 	d->nlisten_tls = c->server.nlisten_tls;
 	d->started = time(NULL);
 	return d;
@@ -299,7 +299,7 @@ static int make_workers(struct daemon *d, const struct conf *c)
 		struct tls_server *t = reload_tls(c, NULL, &failed);
 		if (t == NULL)
 			return -1;
-		net_tls_slot_set(&d->tls, t);
+		tls_slot_set(&d->tls, t);
 	}
 	struct worker_env env = { .snapshots = &d->snapshots, .cache = d->cache, .hints = d->hints, .inflight = d->inflight,
 	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd, .dnstap = d->dnstap,
@@ -422,7 +422,7 @@ void daemon_free(struct daemon *d)
 			worker_free(d->workers[i]);
 	free(d->workers);
 	rpz_xfr_free(d->rpz_xfr); /* after the workers: they hand it NOTIFYs */
-	net_tls_slot_deinit(&d->tls); /* after the workers: their connections are closed */
+	tls_slot_deinit(&d->tls); /* after the workers: their connections are closed */
 	dnstap_free(d->dnstap); /* after every thread that logs */
 	inflight_free(d->inflight);
 	cache_free(d->cache);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "resolver/serve/net_tcp.h"
+#include "resolver/base/tls.h"
 #include "resolver/view/snapshot.h"
 
 struct cache;
@@ -55,7 +55,7 @@ struct daemon {
 	struct worker **workers;
 	struct dnstap *dnstap;       /* server.dnstap; NULL when off */
 	size_t nlisten_tls;          /* server.listen_tls as started (restart-only) */
-	struct net_tls_slot tls;     /* their certificate: replaced by each reload */
+	struct tls_slot tls;     /* their certificate: replaced by each reload */
 	struct probe *probe;         /* partdnsctl query */
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */

@@ -313,7 +313,7 @@ int reload_run(struct daemon *d, FILE *err)
 	size_t flushed = 0, moved = 0;
 	rc = swap_in(d, cur, c, dom, version, &flushed, &moved);
 	if (rc == 0 && tls != NULL)
-		net_tls_slot_set(&d->tls, tls); /* new connections get it; open ones keep theirs */
+		tls_slot_set(&d->tls, tls); /* new connections get it; open ones keep theirs */
 	else
 		tls_server_unref(tls);
 	snapshot_release(cur);

@@ -118,7 +118,7 @@ struct net_tcp {
 	unsigned max_per_client;
 	struct counters *ctr;
 	struct query_ctx *x;      /* of the last event: for queries held back while paused */
-	struct net_tls_slot *tls; /* DoT: where each new connection's TLS context comes from; NULL: plain TCP */
+	struct tls_slot *tls; /* DoT: where each new connection's TLS context comes from; NULL: plain TCP */
 	uint64_t handshake_ns;    /* DoT: accept to the end of the handshake (also a PROXY header's deadline) */
 	uint8_t reply[2 + 65535];
 	uint8_t record[TLS_RECORD]; /* DoT: replies gathered for one SSL_write */
@@ -193,38 +193,7 @@ static bool client_acquire(const uint32_t slot[2], unsigned max)
 	return false;
 }
 
-void net_tls_slot_init(struct net_tls_slot *slot)
-{
-	pthread_mutex_init(&slot->lock, NULL);
-	slot->cur = NULL;
-}
-
-void net_tls_slot_deinit(struct net_tls_slot *slot)
-{
-	tls_server_unref(slot->cur);
-	slot->cur = NULL;
-	pthread_mutex_destroy(&slot->lock);
-}
-
-void net_tls_slot_set(struct net_tls_slot *slot, struct tls_server *tls)
-{
-	pthread_mutex_lock(&slot->lock);
-	struct tls_server *old = slot->cur;
-	slot->cur = tls;
-	pthread_mutex_unlock(&slot->lock);
-	tls_server_unref(old); /* connections made from it keep their SSL_CTX */
-}
-
-/* A new connection's SSL from the current context (NULL: none, or out of memory). */
-static SSL *tls_slot_ssl(struct net_tls_slot *slot, int fd)
-{
-	pthread_mutex_lock(&slot->lock);
-	SSL *ssl = slot->cur ? tls_server_ssl(slot->cur, fd) : NULL;
-	pthread_mutex_unlock(&slot->lock);
-	return ssl;
-}
-
-struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct net_tls_slot *tls)
+struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct tls_slot *tls)
 {
 	pthread_once(&client_once, client_init);
 	struct net_tcp *t = calloc(1, sizeof(*t));

@@ -2,7 +2,6 @@
 /* This file is private to resolver/. TCP: connections of one listener thread, length-prefixed messages both ways. */
 #pragma once
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,19 +9,8 @@
 #include "resolver/serve/query.h"
 
 struct net_tcp;
-struct tls_server;
+struct tls_slot;
 
-/* The DoT listeners' TLS context: set at start and on every reload, read at each accept. */
-struct net_tls_slot {
-	pthread_mutex_t lock;
-	struct tls_server *cur;  /* NULL: none (DoT connections are closed at once) */
-};
-
-void net_tls_slot_init(struct net_tls_slot *slot);
-/** Drop the slot's reference. */
-void net_tls_slot_deinit(struct net_tls_slot *slot);
-/** Make tls (its reference taken) the context of new connections; open ones keep theirs. */
-void net_tls_slot_set(struct net_tls_slot *slot, struct tls_server *tls);
 
 /**
  * Connections of one thread, registered in epfd with net_ev tags
@@ -48,7 +36,7 @@ void net_tls_slot_set(struct net_tls_slot *slot, struct tls_server *tls);
  * @param ctr  this thread's counters (tcp_refused_client ... tcp_paused)
  * @return NULL on ENOMEM.
  */
-struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct net_tls_slot *tls);
+struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct tls_slot *tls);
 
 /** Close every connection and free. NULL is a no-op. */
 void net_tcp_free(struct net_tcp *t);

@@ -18,11 +18,26 @@
 #include "resolver/xfr/rpz_xfr.h"
 #include "resolver/view/route.h"
 #include "resolver/pool/topk.h"
+#include "resolver/base/tls.h"
+#include "resolver/serve/ddr.h"
 #include "resolver/serve/reply.h"
 #include "wire/answer.h"
 #include "wire/names.h"
 #include "wire/parse.h"
 #include "wire/upstream.h"
+
+/* The DDR question (RFC 9462): the encrypted listeners, named as the certificate names them. */
+static int ddr_reply(struct query_ctx *x, const struct wire_query *q, uint8_t *out, size_t limit)
+{
+	char target[256] = "";
+	if (x->tls)
+		tls_slot_name(x->tls, target, sizeof(target));
+	uint8_t *msg;
+	size_t len;
+	if (ddr_answer(x->snap->conf, target, q, &msg, &len) != 0)
+		return reply_error(x, q, WIRE_RCODE_SERVFAIL, NULL, NULL, out, limit);
+	return reply_made(x, q, msg, len, NULL, out, limit);
+}
 
 /* Local data (local_zones) decides for q: an answer or REFUSED (@return its length), or nothing (-1: go on). */
 static int local_reply(struct query_ctx *x, const struct wire_query *q, const struct classify *who, uint8_t *out,
@@ -716,6 +731,10 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 		reply_count_rcode(x, WIRE_RCODE_NOERROR);
 		return n > 0 ? n : 0;
 	}
+
+	/* RFC 9462: a client asking how to reach us encrypted (rare: one compare for the others) */
+	if (q.qtype == 64 && c->server.ddr && ddr_is_query(&q))
+		return ddr_reply(x, &q, out, limit);
 
 	/* classify: the source address, or a trusted frontend's ECS */
 	int crc = classify_client(c, &q, &who);

@@ -16,6 +16,8 @@
 #include "resolver/cache/job.h"
 #include "resolver/view/snapshot.h"
 
+struct tls_slot;
+
 /* Largest UDP reply we can send: server.max_udp_size's top (conf/schema.c), what a listener's buffers hold. */
 #define QUERY_MAX_UDP 4096
 
@@ -39,6 +41,7 @@ struct query_ctx {
 	struct topk *unmatched;         /* networks of clients in no partition (partdnsctl unmatched); NULL = not kept */
 	struct waiter_rewrite *rewrite; /* a policy rewrite being followed: the next waiter made takes it */
 	struct rpz_xfr *xfr;            /* where a primary's NOTIFY goes (rpz_xfr_notify); NULL: refused */
+	struct tls_slot *tls;           /* the DoT/DoH certificate, whose name DDR answers give; NULL: none */
 	/* how the query being processed ended, for the one exit's check (query.c settle) */
 	bool dropped;                   /* a drop was counted on purpose */
 	bool handed_on;                 /* a waiter was joined to a resolution */

@@ -154,7 +154,7 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	}
 	w->qx = (struct query_ctx){ .cache = env->cache, .hints = env->hints, .inflight = env->inflight, .replies = &w->replies,
 	                            .dispatch = dispatch, .dispatch_arg = w, .ctr = &w->ctr, .pctr = w->pctr,
-	                            .resp_time = &w->resp_time, .xfr = env->rpz_xfr };
+	                            .resp_time = &w->resp_time, .xfr = env->rpz_xfr, .tls = env->tls };
 	w->qx.rl = ratelimit_new(c->server.client_qps, c->server.client_prefix4, c->server.client_prefix6);
 	w->qx.unmatched = topk_new();
 	if (w->qx.rl == NULL || w->qx.unmatched == NULL)

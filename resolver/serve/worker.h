@@ -9,7 +9,7 @@
 #include "resolver/cache/inflight.h"
 #include "resolver/pool/resolve_edns.h"
 #include "resolver/pool/resolve_normal.h"
-#include "resolver/serve/net_tcp.h"
+#include "resolver/base/tls.h"
 #include "resolver/view/snapshot.h"
 
 struct worker;
@@ -25,7 +25,7 @@ struct worker_env {
 	int stop_fd;               /* readable once the daemon stops */
 	struct dnstap *dnstap;     /* server.dnstap, queue idx per worker; NULL = off */
 	struct rpz_xfr *rpz_xfr;   /* policy zone transfers: NOTIFYs go there */
-	struct net_tls_slot *tls;  /* server.listen_tls: the TLS context of new connections */
+	struct tls_slot *tls;  /* server.listen_tls: the TLS context of new connections */
 };
 
 /**
