@@ -30,6 +30,7 @@ TEST_PACKAGES=(
   prometheus curl                                   # promtool check metrics and scrapes in test_metrics.sh
   socat util-linux                                  # a syslog socket for tests, unshare
   etcd-server etcd-client openssl                   # a test cluster, etcdctl, test certificates
+  haproxy                                           # test_proxy.sh: a TCP balancer sending PROXY v2 before DoT
 )
 
 PACKAGES=("${BUILD_PACKAGES[@]}")
