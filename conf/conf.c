@@ -184,6 +184,40 @@ int conf_load_string(const char *text, size_t len, const char *name, FILE *err, 
 	return load(text, len, name != NULL ? name : "(string)", NULL, err, out, nerrors, NULL, 0, NULL);
 }
 
+int conf_locate(const char *path, const char *key, char *out, size_t outlen)
+{
+	char *text;
+	size_t len;
+	if (outlen == 0 || conf_read_file(path, false, &text, &len) != 0)
+		return -1;
+	struct ydoc doc = { .root = NULL };
+	struct ydiag diag = { .out = NULL };
+	int rc = -1;
+	if (conf_ydoc_parse(&doc, text, len, path, 0, &diag) == 0) {
+		const struct ynode *n = doc.root;
+		char part[128];
+		for (const char *k = key; n != NULL && *k != '\0';) {
+			size_t l = strcspn(k, ".");
+			if (l >= sizeof(part) || n->type != YNODE_MAP) {
+				n = NULL;
+				break;
+			}
+			memcpy(part, k, l);
+			part[l] = '\0';
+			n = conf_ynode_get(n, part);
+			k += l + (k[l] == '.');
+		}
+		if (n != NULL) {
+			snprintf(out, outlen, "%s:%u:%u", path, (unsigned)n->line, (unsigned)n->col);
+			rc = 0;
+		}
+	}
+	conf_ydoc_free(&doc);
+	conf_diag_flush(&diag); /* out NULL: frees, prints nothing */
+	free(text);
+	return rc;
+}
+
 int conf_load(const char *path, FILE *err, struct conf **out, unsigned *nerrors)
 {
 	return conf_load_plan(path, NULL, 0, NULL, err, out, nerrors);

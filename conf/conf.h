@@ -235,6 +235,14 @@ struct conf {
 };
 
 /**
+ * Where key ("server.user") is written in the config file at path, as
+ * "path:line:col" in out, for checks made after loading (partdns -t's
+ * user and group). @return 0, or -1 when the file does not set it (the
+ * default is in use) or cannot be read.
+ */
+int conf_locate(const char *path, const char *key, char *out, size_t outlen);
+
+/**
  * Load and validate a config file. Every error and warning is written to err
  * (may be NULL) as "file:line:col: error: what (key 'a.b', value 'v')".
  * @param nerrors out, optional: number of errors.

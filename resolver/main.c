@@ -80,25 +80,44 @@ int main(int argc, char **argv)
 		/* the user and group must exist here, and root must not be kept by accident */
 		struct privs p;
 		char why[512];
-		if (privs_plan(c->server.user, c->server.control_group, true, &p, why, sizeof(why)) != 0 ||
-		    ubctx_check_files(c, why, sizeof(why)) != 0) {
+		/* the user first, then the group with it: the error names the key that is wrong, where it is written */
+		const char *key = "server.user";
+		int bad = privs_plan(c->server.user, "", true, &p, why, sizeof(why));
+		if (bad == 0 && c->server.control_group[0] != '\0') {
+			key = "server.control_group";
+			bad = privs_plan(c->server.user, c->server.control_group, true, &p, why, sizeof(why));
+		}
+		if (bad != 0) {
+			char where[1100];
+			if (conf_locate(path, key, where, sizeof(where)) == 0)
+				fprintf(stderr, "%s: error: %s (key '%s')\n", where, why, key);
+			else
+				fprintf(stderr, "%s: error: %s (key '%s', not set: its default)\n", path, why, key);
+			conf_free(c);
+			return 1;
+		}
+		if (ubctx_check_files(c, why, sizeof(why)) != 0) {
 			fprintf(stderr, "%s: error: %s\n", path, why);
 			conf_free(c);
 			return 1;
 		}
 		/* DoT: the certificate matches its key, and when it expires */
-		int tls_failed;
-		struct tls_server *tls = reload_tls(c, stderr, &tls_failed);
-		if (tls_failed) {
+		struct tls_server *tls, *tls_https;
+		if (reload_tls(c, c->server.nlisten_tls > 0, c->server.nlisten_https > 0, &tls, &tls_https, stderr) != 0) {
 			conf_free(c);
 			return 1;
 		}
+		if (tls == NULL) { /* one is enough to say what the certificate is */
+			tls = tls_https;
+			tls_https = NULL;
+		}
+		tls_server_unref(tls_https);
 		if (tls != NULL) {
 			time_t until = tls_server_not_after(tls);
 			struct tm tm;
 			char when[32];
 			strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime_r(&until, &tm));
-			printf("%s: DoT certificate for %s, valid until %s\n", path, tls_server_names(tls), when);
+			printf("%s: TLS certificate for %s, valid until %s\n", path, tls_server_names(tls), when);
 			tls_server_unref(tls);
 		}
 		printf("%s: configuration OK\n", path);

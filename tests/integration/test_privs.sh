@@ -24,11 +24,22 @@ assert_eq "started as root without server.user: exit status 1" 1 "$st"
 assert_contains "... saying why and what to set" "refusing to run as root: set server.user" "$out"
 out=$("$PARTDNS_BIN" -t -c "$IT_TMP/root.yaml" 2>&1); st=$?
 assert_eq "partdns -t refuses it too" 1 "$st"
-assert_contains "... naming the file" "$IT_TMP/root.yaml: error: refusing to run as root" "$out"
+# where server.user is written: FILE:LINE:COL of its value
+at() { printf '%s:%s:9' "$1" "$(grep -n '^  user:' "$1" | cut -d: -f1)"; }
+assert_contains "... naming the file, line and column, and the key" \
+  "$(at "$IT_TMP/root.yaml"): error: refusing to run as root" "$out"
+assert_contains "... (the key)" "(key 'server.user')" "$out"
 PD_USER=no-such-user-xyz pd_write_conf "$IT_TMP/nouser.yaml"
 out=$("$PARTDNS_BIN" -t -c "$IT_TMP/nouser.yaml" 2>&1); st=$?
 assert_eq "partdns -t: unknown server.user is an error" 1 "$st"
-assert_contains "... naming the user" "no user 'no-such-user-xyz'" "$out"
+assert_contains "... naming the user, where it is written" \
+  "$(at "$IT_TMP/nouser.yaml"): error: server.user: no user 'no-such-user-xyz'" "$out"
+PD_USER=nobody pd_write_conf "$IT_TMP/nogroup.yaml"
+sed -i '/^server:/a\  control_group: no-such-group-xyz' "$IT_TMP/nogroup.yaml"
+out=$("$PARTDNS_BIN" -t -c "$IT_TMP/nogroup.yaml" 2>&1); st=$?
+assert_eq "partdns -t: unknown server.control_group is an error" 1 "$st"
+assert_contains "... at its line and column, with its key" \
+  "$IT_TMP/nogroup.yaml:$(grep -n '^  control_group:' "$IT_TMP/nogroup.yaml" | cut -d: -f1):18: error: server.control_group: no group 'no-such-group-xyz' on this machine (key 'server.control_group')" "$out"
 
 # dropped to nobody; the control socket's group is "daemon"
 PD_USER=nobody pd_write_conf "$IT_TMP/partdns.yaml"
