@@ -15,6 +15,7 @@ BUILD_PACKAGES=(
   libfstrm-dev libprotobuf-c-dev protobuf-c-compiler  # server.dnstap: fstrm writer, protobuf-c, protoc-c
   libcurl4-openssl-dev libjson-c-dev                # store.etcd: the client's HTTP and JSON
   libssl-dev                                        # DNS over TLS: the server side (libssl)
+  libnghttp2-dev                                    # DNS over HTTPS: the HTTP/2 session (nghttp2)
   lowdown                                           # the man pages (-DMANPAGES=ON, the package)
   bind9-dnsutils                                    # dig, to ask the running daemon
 )
