@@ -14,7 +14,7 @@
 	X(upstream_errors) X(ub_lookups) X(tcp_refused_client) X(tcp_refused_full) X(tcp_evicted) X(tcp_slow_closed) X(tcp_idle_closed) X(tcp_paused) \
 	X(ratelimited) X(zone_limited) X(zone_limited_early) X(dnstap_dropped) X(dnssec_secure) X(dnssec_insecure) X(dnssec_bogus) \
 	X(local_answers) X(notifies) X(stub_retries) X(tier_queries) X(tier_failovers) X(started_here) \
-	X(dot) X(proxied) X(proxy_refused) X(tls_handshakes) X(tls_resumed) X(tls_handshake_failed) X(tls_handshake_timeout)
+	X(dot) X(doh) X(proxied) X(proxy_refused) X(tls_handshakes) X(tls_resumed) X(tls_handshake_failed) X(tls_handshake_timeout)
 
 /* Index of each counter in a COUNTERS_N array (C_queries, ...). */
 enum {

@@ -145,7 +145,8 @@ void dnstap_log(struct dnstap_queue *q, const struct dnstap_msg *m)
 	Dnstap__Message msg = DNSTAP__MESSAGE__INIT;
 	msg.type = (Dnstap__Message__Type)m->type;
 	msg.has_socket_protocol = true;
-	msg.socket_protocol = m->tls ? DNSTAP__SOCKET_PROTOCOL__DOT
+	msg.socket_protocol = m->https ? DNSTAP__SOCKET_PROTOCOL__DOH
+	                      : m->tls ? DNSTAP__SOCKET_PROTOCOL__DOT
 	                      : m->tcp ? DNSTAP__SOCKET_PROTOCOL__TCP : DNSTAP__SOCKET_PROTOCOL__UDP;
 	int family = 0;
 	uint32_t port;

@@ -32,6 +32,7 @@ struct dnstap_msg {
 	enum dnstap_type type;
 	bool tcp;
 	bool tls;            /* DoT (tcp too) */
+	bool https;          /* DoH (tls too) */
 	const struct sockaddr_storage *query_addr;    /* the initiator: the client, or partdns' upstream socket */
 	const struct sockaddr_storage *response_addr; /* the responder: partdns' listener, or the authority */
 	struct timespec query_time;                   /* realtime; tv_sec 0 = not set */

@@ -13,6 +13,8 @@ enum net_ev_kind {
 	NET_EV_TCP_CONN,
 	NET_EV_TLS_LISTEN, /* server.listen_tls */
 	NET_EV_TLS_CONN,
+	NET_EV_HTTPS_LISTEN, /* server.listen_https */
+	NET_EV_HTTPS_CONN,
 	NET_EV_REPLIES,
 	NET_EV_STOP,
 };
@@ -21,7 +23,7 @@ struct net_ev {
 	enum net_ev_kind kind;
 	int fd;
 	bool wildcard; /* NET_EV_UDP bound to 0.0.0.0 or ::: replies name their source (pktinfo) */
-	void *ptr;     /* NET_EV_TCP_CONN, NET_EV_TLS_CONN: the connection */
+	void *ptr;     /* NET_EV_TCP_CONN, NET_EV_TLS_CONN, NET_EV_HTTPS_CONN: the connection */
 };
 
 /**

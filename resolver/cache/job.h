@@ -51,7 +51,9 @@ struct waiter {
 	struct mq *reply_q;       /* the listener thread that answers the client */
 	struct result *result;    /* set when the job ended; NULL: out of memory (SERVFAIL) */
 	bool tcp;                 /* a stream (TCP or DoT) */
-	bool tls;                 /* DoT */
+	bool tls;                 /* DoT or DoH */
+	bool https;               /* DoH */
+	uint32_t stream;          /* DoH: the request's id in its connection's session */
 	int udp_fd;
 	uint64_t conn_id;         /* TCP: the connection's id in its listener */
 	struct sockaddr_storage peer; /* the client */

@@ -188,7 +188,9 @@ static struct daemon *daemon_alloc(const char *conf_path, struct conf *c, bool t
 	pthread_mutex_init(&d->reload_lock, NULL);
 	pthread_mutex_init(&d->next_lock, NULL);
 	tls_slot_init(&d->tls);
+	tls_slot_init(&d->tls_https);
 	d->nlisten_tls = c->server.nlisten_tls;
+	d->nlisten_https = c->server.nlisten_https;
 	d->started = time(NULL);
 	return d;
 }
@@ -294,16 +296,17 @@ static int make_workers(struct daemon *d, const struct conf *c)
 	/* before the workers: their listeners take NOTIFYs for it */
 	if ((d->rpz_xfr = rpz_xfr_new(&d->snapshots)) == NULL)
 		return -1;
-	if (d->nlisten_tls > 0) { /* DoT: no listener without a good certificate */
-		int failed;
-		struct tls_server *t = reload_tls(c, NULL, &failed);
-		if (t == NULL)
-			return -1;
-		tls_slot_set(&d->tls, t);
-	}
+	/* DoT, DoH: no listener without a good certificate */
+	struct tls_server *dot, *https;
+	if (reload_tls(c, d->nlisten_tls > 0, d->nlisten_https > 0, &dot, &https, NULL) != 0)
+		return -1;
+	if (dot)
+		tls_slot_set(&d->tls, dot);
+	if (https)
+		tls_slot_set(&d->tls_https, https);
 	struct worker_env env = { .snapshots = &d->snapshots, .cache = d->cache, .hints = d->hints, .inflight = d->inflight,
 	                          .normal = d->normal, .edns = d->edns, .stop_fd = d->stop_fd, .dnstap = d->dnstap,
-	                          .rpz_xfr = d->rpz_xfr, .tls = &d->tls };
+	                          .rpz_xfr = d->rpz_xfr, .tls = &d->tls, .tls_https = &d->tls_https };
 	for (unsigned i = 0; i < d->nworkers; i++) {
 		d->workers[i] = worker_new(&env, i, c);
 		if (d->workers[i] == NULL)
@@ -423,6 +426,7 @@ void daemon_free(struct daemon *d)
 	free(d->workers);
 	rpz_xfr_free(d->rpz_xfr); /* after the workers: they hand it NOTIFYs */
 	tls_slot_deinit(&d->tls); /* after the workers: their connections are closed */
+	tls_slot_deinit(&d->tls_https);
 	dnstap_free(d->dnstap); /* after every thread that logs */
 	inflight_free(d->inflight);
 	cache_free(d->cache);
@@ -488,6 +492,9 @@ static void announce_ready(struct daemon *d)
 		log_info("listening on %s (UDP, TCP)", s->conf->server.listen[i].text);
 	for (size_t i = 0; i < d->nlisten_tls; i++)
 		log_info("listening on %s (DNS over TLS)", s->conf->server.listen_tls[i].text);
+	for (size_t i = 0; i < d->nlisten_https; i++)
+		log_info("listening on %s (DNS over HTTPS, %s)", s->conf->server.listen_https[i].text,
+		         s->conf->server.https_path);
 	if (s->conf->server.nproxy_from > 0)
 		log_info("%zu prefix(es) in server.proxy_from: their connections and datagrams start with a PROXY v2 "
 		         "header naming the client", s->conf->server.nproxy_from);

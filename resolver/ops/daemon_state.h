@@ -55,7 +55,9 @@ struct daemon {
 	struct worker **workers;
 	struct dnstap *dnstap;       /* server.dnstap; NULL when off */
 	size_t nlisten_tls;          /* server.listen_tls as started (restart-only) */
-	struct tls_slot tls;     /* their certificate: replaced by each reload */
+	size_t nlisten_https;        /* server.listen_https as started (restart-only) */
+	struct tls_slot tls;         /* DoT's context (ALPN dot): replaced by each reload */
+	struct tls_slot tls_https;   /* DoH's (ALPN h2, http/1.1), the same certificate */
 	struct probe *probe;         /* partdnsctl query */
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */

@@ -117,6 +117,7 @@ static void write_clients(FILE *out, const struct stats_view *v)
 	fprintf(out, "partdns_queries_total{transport=\"udp\"} %" PRIu64 "\n", l[C_udp]);
 	fprintf(out, "partdns_queries_total{transport=\"tcp\"} %" PRIu64 "\n", l[C_tcp]);
 	fprintf(out, "partdns_queries_total{transport=\"dot\"} %" PRIu64 "\n", l[C_dot]);
+	fprintf(out, "partdns_queries_total{transport=\"doh\"} %" PRIu64 "\n", l[C_doh]);
 	single(out, "partdns_proxied_queries_total", "counter",
 	       "Queries that came through a balancer in server.proxy_from, their client named by a PROXY v2 header.",
 	       l[C_proxied]);
@@ -284,7 +285,7 @@ static void write_listeners(FILE *out, const struct stats_view *v)
 	fprintf(out, "partdns_tcp_refused_total{reason=\"per_client\"} %" PRIu64 "\n", l[C_tcp_refused_client]);
 	fprintf(out, "partdns_tcp_refused_total{reason=\"full\"} %" PRIu64 "\n", l[C_tcp_refused_full]);
 	single(out, "partdns_tls_handshakes_total", "counter",
-	       "TLS handshakes completed on server.listen_tls (resumed ones included).", l[C_tls_handshakes]);
+	       "TLS handshakes completed on server.listen_tls and listen_https (resumed ones included).", l[C_tls_handshakes]);
 	single(out, "partdns_tls_resumed_total", "counter",
 	       "Of partdns_tls_handshakes_total, those that resumed a session from a ticket.", l[C_tls_resumed]);
 	family(out, "partdns_tls_handshake_failures_total", "counter",

@@ -164,21 +164,35 @@ static void note_restart(const char *note, void *arg)
 _Static_assert((int)CONF_LOG_ERROR == (int)LOG_LEVEL_ERR && (int)CONF_LOG_DEBUG == (int)LOG_LEVEL_DEBUG,
                "server.log_level maps onto log levels one to one");
 
-struct tls_server *reload_tls(const struct conf *c, FILE *err, int *failed)
+/* One context for the certificate and key of c with these ALPN names. @return it, or NULL (logged, and in err). */
+static struct tls_server *tls_context(const struct conf *c, const char *const *alpn, FILE *err)
 {
-	*failed = 0;
-	if (c->server.nlisten_tls == 0)
-		return NULL;
-	static const char *const alpn[] = { "dot", NULL };
 	char why[768];
 	struct tls_server *t = tls_server_new(c->server.tls_cert, c->server.tls_key, alpn, why, sizeof(why));
 	if (t == NULL) {
-		*failed = 1;
 		log_err("server.tls_cert/tls_key: %s", why);
 		if (err)
 			fprintf(err, "error: server.tls_cert/tls_key: %s\n", why);
-		return NULL;
 	}
+	return t;
+}
+
+int reload_tls(const struct conf *c, bool dot, bool https, struct tls_server **dot_out, struct tls_server **https_out,
+               FILE *err)
+{
+	static const char *const alpn_dot[] = { "dot", NULL };
+	static const char *const alpn_https[] = { "h2", "http/1.1", NULL }; /* HTTP/2 preferred (RFC 8484 §5.2) */
+	*dot_out = *https_out = NULL;
+	if (dot && (*dot_out = tls_context(c, alpn_dot, err)) == NULL)
+		return -1;
+	if (https && (*https_out = tls_context(c, alpn_https, err)) == NULL) {
+		tls_server_unref(*dot_out);
+		*dot_out = NULL;
+		return -1;
+	}
+	const struct tls_server *t = *dot_out ? *dot_out : *https_out;
+	if (t == NULL)
+		return 0;
 	time_t until = tls_server_not_after(t), now = time(NULL);
 	char when[32];
 	struct tm tm;
@@ -190,8 +204,8 @@ struct tls_server *reload_tls(const struct conf *c, FILE *err, int *failed)
 			fprintf(err, "warning: server.tls_cert %s %s %s\n", c->server.tls_cert,
 			        until <= now ? "expired" : "expires", when);
 	}
-	log_info("DoT certificate %s for %s, valid until %s", c->server.tls_cert, tls_server_names(t), when);
-	return t;
+	log_info("TLS certificate %s for %s, valid until %s", c->server.tls_cert, tls_server_names(t), when);
+	return 0;
 }
 
 void reload_apply_log(const struct conf *c)
@@ -289,9 +303,8 @@ int reload_run(struct daemon *d, FILE *err)
 		return reload_done(d, rc);
 	}
 	/* the DoT listeners' certificate and key, read again (rotation); a bad one fails the reload */
-	int tls_failed;
-	struct tls_server *tls = d->nlisten_tls > 0 ? reload_tls(c, err, &tls_failed) : NULL;
-	if (d->nlisten_tls > 0 && tls == NULL) {
+	struct tls_server *tls, *tls_https;
+	if (reload_tls(c, d->nlisten_tls > 0, d->nlisten_https > 0, &tls, &tls_https, err) != 0) {
 		log_err("reload of %s failed; keeping the running configuration and certificate", d->conf_path);
 		snapshot_release(cur);
 		conf_free(c);
@@ -302,6 +315,7 @@ int reload_run(struct daemon *d, FILE *err)
 	rc = reload_read_domains(d, &dom, &version);
 	if (rc != 0) {
 		tls_server_unref(tls);
+		tls_server_unref(tls_https);
 		snapshot_release(cur);
 		conf_free(c);
 		if (err)
@@ -312,10 +326,15 @@ int reload_run(struct daemon *d, FILE *err)
 	unsigned serial = c->partitions.serial; /* c is the snapshot's once published: read it now */
 	size_t flushed = 0, moved = 0;
 	rc = swap_in(d, cur, c, dom, version, &flushed, &moved);
-	if (rc == 0 && tls != NULL)
-		tls_slot_set(&d->tls, tls); /* new connections get it; open ones keep theirs */
-	else
+	if (rc == 0) { /* new connections get them; open ones keep theirs */
+		if (tls)
+			tls_slot_set(&d->tls, tls);
+		if (tls_https)
+			tls_slot_set(&d->tls_https, tls_https);
+	} else {
 		tls_server_unref(tls);
+		tls_server_unref(tls_https);
+	}
 	snapshot_release(cur);
 	reload_done(d, rc);
 	if (rc == 0)

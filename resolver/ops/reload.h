@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -29,13 +30,14 @@ struct tls_server;
 
 /**
  * server.tls_cert and server.tls_key read and checked (at start, by each
- * reload, by partdns -t): the DoT listeners' context (ALPN dot), or NULL
- * with the reason naming the file (logged; and in err when not NULL). A
- * certificate that expires within 30 days, or has, is warned about.
- * NULL without an error when c has no server.listen_tls.
- * @param failed  set when it failed (NULL returned for an error)
+ * reload, by partdns -t): the DoT listeners' context (ALPN dot) when dot,
+ * the DoH listeners' (ALPN h2, http/1.1) when https. A certificate that
+ * expires within 30 days, or has, is warned about.
+ * @return 0 (the contexts asked for, the others NULL), or -1 with the
+ *         reason naming the file logged (and in err when not NULL).
  */
-struct tls_server *reload_tls(const struct conf *c, FILE *err, int *failed);
+int reload_tls(const struct conf *c, bool dot, bool https, struct tls_server **dot_out, struct tls_server **https_out,
+               FILE *err);
 
 /** Apply server.log and server.log_level (at start, and by each reload). */
 void reload_apply_log(const struct conf *c);

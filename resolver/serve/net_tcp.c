@@ -22,6 +22,7 @@
 #include "resolver/base/clock.h"
 #include "resolver/base/log.h"
 #include "resolver/base/tls.h"
+#include "resolver/serve/doh.h"
 #include "resolver/serve/net_proxy.h"
 #include "resolver/serve/proxy.h"
 #include "resolver/view/classify.h"
@@ -99,7 +100,9 @@ struct tcp_conn {
 	bool proxied;             /* the client was named by a balancer's PROXY header */
 	bool started;             /* plain TCP: its first bytes were checked for a stray PROXY header */
 	bool tls_want_write;      /* OpenSSL needs the socket writable to go on (handshake, a read) */
-	SSL *ssl;                 /* DoT; NULL for plain TCP */
+	SSL *ssl;                 /* DoT and DoH; NULL for plain TCP */
+	struct doh_session *doh;  /* DoH, once the handshake chose HTTP/2 or HTTP/1.1; NULL: DNS framing */
+	struct net_tcp *owner;    /* for the DoH session's callback */
 	uint64_t stage_ns;        /* PROXY and handshake stages: when it began */
 	uint8_t *in;              /* what was read and not yet taken; NULL when nothing */
 	size_t in_len, in_cap;
@@ -118,7 +121,9 @@ struct net_tcp {
 	unsigned max_per_client;
 	struct counters *ctr;
 	struct query_ctx *x;      /* of the last event: for queries held back while paused */
-	struct tls_slot *tls; /* DoT: where each new connection's TLS context comes from; NULL: plain TCP */
+	struct tls_slot *tls; /* DoT, DoH: where each new connection's TLS context comes from; NULL: plain TCP */
+	bool https;               /* DoH: HTTP after the handshake */
+	char *https_path;         /* server.https_path */
 	uint64_t handshake_ns;    /* DoT: accept to the end of the handshake (also a PROXY header's deadline) */
 	uint8_t reply[2 + 65535];
 	uint8_t record[TLS_RECORD]; /* DoT: replies gathered for one SSL_write */
@@ -193,7 +198,7 @@ static bool client_acquire(const uint32_t slot[2], unsigned max)
 	return false;
 }
 
-struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct tls_slot *tls)
+struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct tls_slot *tls, bool https)
 {
 	pthread_once(&client_once, client_init);
 	struct net_tcp *t = calloc(1, sizeof(*t));
@@ -202,6 +207,11 @@ struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr
 	t->epfd = epfd;
 	t->ctr = ctr;
 	t->tls = tls;
+	t->https = https;
+	if (https && (t->https_path = strdup(c->server.https_path)) == NULL) {
+		free(t);
+		return NULL;
+	}
 	t->max_conns = c->server.tcp_max_clients ? c->server.tcp_max_clients : 1000;
 	if (tls)
 		t->max_conns = c->server.tls_max_clients ? c->server.tls_max_clients : 10000;
@@ -279,6 +289,8 @@ static void conn_close(struct net_tcp *t, struct tcp_conn *c)
 		c->ssl = NULL;
 		ERR_clear_error();
 	}
+	doh_session_free(c->doh);
+	c->doh = NULL;
 	close(c->fd);
 	free(c->in);
 	c->in = NULL;
@@ -323,6 +335,7 @@ void net_tcp_free(struct net_tcp *t)
 	free(t->conns);
 	free(t->conn_gen);
 	free(t->free_slots);
+	free(t->https_path);
 	free(t);
 }
 
@@ -460,6 +473,24 @@ static bool conn_flush(struct net_tcp *t, struct tcp_conn *c)
 			break; /* the socket's buffer is full */
 	}
 	return true;
+}
+
+/* Bytes as they are (an HTTP session's output), queued after what is queued. */
+static void conn_queue_raw(struct tcp_conn *c, const uint8_t *data, size_t len)
+{
+	struct tcp_out *o = malloc(sizeof(*o) + len);
+	if (o == NULL)
+		return;
+	o->next = NULL;
+	o->off = 0;
+	o->len = len;
+	memcpy(o->data, data, len);
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	c->out_bytes += o->len;
 }
 
 static void conn_queue(struct tcp_conn *c, const uint8_t *msg, size_t len)
@@ -613,7 +644,8 @@ void net_tcp_accept(struct net_tcp *t, int lfd, struct query_ctx *x)
 		size_t slot = t->free_slots[--t->nfree];
 		c->fd = fd;
 		c->id = ((uint64_t)++t->conn_gen[slot] << 32) | slot;
-		c->ev = (struct net_ev){ .kind = t->tls ? NET_EV_TLS_CONN : NET_EV_TCP_CONN, .fd = fd, .ptr = c };
+		c->ev = (struct net_ev){ .kind = t->https ? NET_EV_HTTPS_CONN : t->tls ? NET_EV_TLS_CONN : NET_EV_TCP_CONN,
+		                         .fd = fd, .ptr = c };
 		memcpy(&c->peer, &peer, plen);
 		c->peer_len = plen;
 		c->counted = counted;
@@ -709,6 +741,64 @@ static void tls_report(const struct tcp_conn *c)
 	log_limited(&lim, LOG_LEVEL_INFO, "DoT handshake with %s failed: %s", a, why);
 }
 
+/* What the DoH session has to send, queued; its end noted. @return false when the connection was closed. */
+static bool conn_doh_pump(struct net_tcp *t, struct tcp_conn *c)
+{
+	const uint8_t *data;
+	long n;
+	while ((n = doh_session_output(c->doh, &data)) > 0)
+		conn_queue_raw(c, data, (size_t)n);
+	if (n < 0) {
+		conn_close(t, c);
+		return false;
+	}
+	if (doh_session_done(c->doh))
+		c->closing = true;
+	return true;
+}
+
+/* A DNS query a DoH request carried: through the query path as a DoT query would go, its reply into the session. */
+static void conn_doh_query(void *arg, uint32_t id, const uint8_t *msg, size_t len, const struct sockaddr_storage *xff,
+                           socklen_t xff_len)
+{
+	struct tcp_conn *c = arg;
+	struct net_tcp *t = c->owner;
+	struct query_client cl = { .tcp = true, .tls = true, .https = true, .stream = id, .udp_fd = -1,
+	                           .conn_id = c->id, .peer = xff ? xff : &c->peer, .peer_len = xff ? xff_len : c->peer_len };
+	if (c->proxied)
+		counter_inc(&t->ctr->proxied);
+	if (t->x->tap) {
+		socklen_t llen = sizeof(c->local);
+		if (c->local.ss_family == 0)
+			getsockname(c->fd, (struct sockaddr *)&c->local, &llen);
+		cl.listener = c->local.ss_family != 0 ? &c->local : NULL;
+	}
+	int n = query_process(t->x, &cl, msg, len, t->reply, sizeof(t->reply));
+	if (n >= 0)
+		doh_session_reply(c->doh, id, t->reply, (size_t)n); /* 0: dropped on purpose */
+	else
+		c->pending++;
+	c->active_ns = clock_ns(); /* a complete query */
+}
+
+/* DoH: the HTTP session the handshake's ALPN chose (h2, else HTTP/1.1). @return false when closed. */
+static bool conn_doh_start(struct net_tcp *t, struct tcp_conn *c)
+{
+	static const struct doh_ops ops = { .query = conn_doh_query };
+	const unsigned char *alpn = NULL;
+	unsigned alen = 0;
+	SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
+	bool h2 = alen == 2 && memcmp(alpn, "h2", 2) == 0;
+	c->owner = t;
+	/* Forwarded and X-Forwarded-For are believed from a balancer of server.proxy_from only */
+	c->doh = doh_session_new(h2, t->https_path, c->proxied, &ops, c);
+	if (c->doh == NULL) {
+		conn_close(t, c);
+		return false;
+	}
+	return conn_doh_pump(t, c); /* HTTP/2: our SETTINGS go first */
+}
+
 /* @return false when the connection was closed or the handshake is not done yet. */
 static bool conn_handshake(struct net_tcp *t, struct tcp_conn *c)
 {
@@ -721,12 +811,16 @@ static bool conn_handshake(struct net_tcp *t, struct tcp_conn *c)
 		counter_inc(&t->ctr->tls_handshakes);
 		if (SSL_session_reused(c->ssl))
 			counter_inc(&t->ctr->tls_resumed);
-		return true;
+		return !t->https || conn_doh_start(t, c);
 	}
 	int e = SSL_get_error(c->ssl, rc);
 	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 		c->tls_want_write = e == SSL_ERROR_WANT_WRITE;
 		conn_set_events(t, c);
+		/* the client is getting on with it: when the table is full, connections that never sent a
+		 * byte go first (they stay at the head of the idle list); tls_handshake_ms still bounds it */
+		c->active_ns = clock_ns();
+		conn_relist(t, c);
 		return false;
 	}
 	counter_inc(&t->ctr->tls_handshake_failed);
@@ -826,6 +920,14 @@ static void conn_read(struct net_tcp *t, struct tcp_conn *c)
 			conn_close(t, c);
 			return;
 		}
+		if (c->doh) { /* HTTP: the session takes every byte; its own limits bound what it keeps */
+			int rc = doh_session_input(c->doh, c->in, (size_t)k);
+			if (rc < 0)
+				c->closing = true;
+			if (!conn_doh_pump(t, c) || !conn_service(t, c))
+				return;
+			continue;
+		}
 		uint64_t now = clock_ns();
 		if (c->in_len == 0)
 			c->msg_ns = now; /* a message starts */
@@ -860,12 +962,18 @@ void net_tcp_event(struct net_tcp *t, struct net_ev *ev, uint32_t events, struct
 		conn_service(t, c);
 }
 
-void net_tcp_reply(struct net_tcp *t, uint64_t conn_id, const uint8_t *msg, int len)
+void net_tcp_reply(struct net_tcp *t, uint64_t conn_id, uint32_t stream, const uint8_t *msg, int len)
 {
 	struct tcp_conn *c = conn_by_id(t, conn_id);
 	if (c == NULL)
 		return;
 	c->pending--;
+	if (c->doh) {
+		doh_session_reply(c->doh, stream, msg, len > 0 ? (size_t)len : 0);
+		if (conn_doh_pump(t, c))
+			conn_service(t, c);
+		return;
+	}
 	if (len > 0) {
 		conn_queue(c, msg, (size_t)len);
 	} else {

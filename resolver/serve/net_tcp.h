@@ -2,6 +2,7 @@
 /* This file is private to resolver/. TCP: connections of one listener thread, length-prefixed messages both ways. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,7 +18,9 @@ struct tls_slot;
  * (NET_EV_TCP_CONN, or NET_EV_TLS_CONN with tls; ptr = the connection).
  * With tls, each connection is DNS over TLS (RFC 7858) with a context from
  * the slot: the handshake must end within tls_handshake_ms, and
- * tls_max_clients replaces tcp_max_clients. A connection from
+ * tls_max_clients replaces tcp_max_clients. With https too (DoH), the
+ * handshake's ALPN chooses HTTP/2 or HTTP/1.1 and a doh_session (doh.h)
+ * carries the queries and replies (NET_EV_HTTPS_CONN). A connection from
  * server.proxy_from starts with a PROXY v2 header (net_proxy.h) before
  * anything else, within the same deadline (tcp_message_ms for plain TCP);
  * it then counts against the client the header names. Limits, from c->server:
@@ -36,7 +39,7 @@ struct tls_slot;
  * @param ctr  this thread's counters (tcp_refused_client ... tcp_paused)
  * @return NULL on ENOMEM.
  */
-struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct tls_slot *tls);
+struct net_tcp *net_tcp_new(int epfd, const struct conf *c, struct counters *ctr, struct tls_slot *tls, bool https);
 
 /** Close every connection and free. NULL is a no-op. */
 void net_tcp_free(struct net_tcp *t);
@@ -52,12 +55,12 @@ void net_tcp_accept(struct net_tcp *t, int fd, struct query_ctx *x);
 void net_tcp_event(struct net_tcp *t, struct net_ev *ev, uint32_t events, struct query_ctx *x);
 
 /**
- * A waiter's reply for connection conn_id (len > 0), or none (len <= 0:
+ * A waiter's reply for connection conn_id (DoH: its request stream), len > 0, or none (len <= 0:
  * dropped, and the connection ends once the other replies it owes are
  * out); either way the query stops being pending. A closed connection
  * drops it.
  */
-void net_tcp_reply(struct net_tcp *t, uint64_t conn_id, const uint8_t *msg, int len);
+void net_tcp_reply(struct net_tcp *t, uint64_t conn_id, uint32_t stream, const uint8_t *msg, int len);
 
 /** Close idle connections and messages past their deadline (call about once a second). */
 void net_tcp_sweep(struct net_tcp *t);

@@ -541,6 +541,8 @@ static int start_miss(struct query_ctx *x, const struct query_client *cl, const 
 	wt->reply_q = x->replies;
 	wt->tcp = cl->tcp;
 	wt->tls = cl->tls;
+	wt->https = cl->https;
+	wt->stream = cl->stream;
 	wt->udp_fd = cl->udp_fd;
 	wt->conn_id = cl->conn_id;
 	memcpy(&wt->peer, cl->peer, cl->peer_len);
@@ -681,7 +683,7 @@ static int process(struct query_ctx *x, const struct query_client *cl, const uin
 	struct wire_query q;
 	x->reply_part = -1; /* replies before classification count in no partition */
 	counter_inc(&x->ctr->queries);
-	counter_inc(cl->tls ? &x->ctr->dot : cl->tcp ? &x->ctr->tcp : &x->ctr->udp);
+	counter_inc(cl->https ? &x->ctr->doh : cl->tls ? &x->ctr->dot : cl->tcp ? &x->ctr->tcp : &x->ctr->udp);
 	int rc = wire_parse_query(pkt, len, &q);
 	if (rc == WIRE_E_DROP)
 		return reply_drop(x);
@@ -861,7 +863,8 @@ static int decide_target(struct query_ctx *x, const struct query_client *cl, con
 /* The client a waiter answers, as a query from it would have it. */
 static struct query_client waiter_client(const struct waiter *wt)
 {
-	return (struct query_client){ .tcp = wt->tcp, .tls = wt->tls, .udp_fd = wt->udp_fd, .conn_id = wt->conn_id,
+	return (struct query_client){ .tcp = wt->tcp, .tls = wt->tls, .https = wt->https, .stream = wt->stream,
+	                              .udp_fd = wt->udp_fd, .conn_id = wt->conn_id,
 	                              .peer = &wt->peer, .peer_len = wt->peer_len,
 	                              .via = wt->via_len ? &wt->via : NULL, .via_len = wt->via_len,
 	                              .local = wt->has_local ? &wt->local : NULL,
@@ -1027,7 +1030,8 @@ int query_process(struct query_ctx *x, const struct query_client *cl, const uint
 {
 	if (x->tap == NULL) /* off: this branch is all it costs */
 		return process_settled(x, cl, pkt, len, out, cap);
-	struct dnstap_msg m = { .type = DNSTAP_CLIENT_QUERY, .tcp = cl->tcp, .tls = cl->tls, .query_addr = cl->peer,
+	struct dnstap_msg m = { .type = DNSTAP_CLIENT_QUERY, .tcp = cl->tcp, .tls = cl->tls, .https = cl->https,
+	                        .query_addr = cl->peer,
 	                        .response_addr = cl->listener, .query_time = dnstap_now(), .query = pkt,
 	                        .query_len = len };
 	dnstap_log(x->tap, &m);
@@ -1054,7 +1058,8 @@ int query_answer(struct query_ctx *x, struct waiter *wt, uint8_t *out, size_t ca
 	struct timespec now = dnstap_now();
 	uint64_t waited = clock_ns() - wt->start_ns, at = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	at -= waited < at ? waited : 0; /* the query's arrival, on the realtime clock */
-	struct dnstap_msg m = { .type = DNSTAP_CLIENT_RESPONSE, .tcp = wt->tcp, .tls = wt->tls, .query_addr = &wt->peer,
+	struct dnstap_msg m = { .type = DNSTAP_CLIENT_RESPONSE, .tcp = wt->tcp, .tls = wt->tls, .https = wt->https,
+	                        .query_addr = &wt->peer,
 	                        .response_addr = wt->local.ss_family != 0 ? &wt->local : NULL,
 	                        .query_time = { .tv_sec = (time_t)(at / 1000000000ull), .tv_nsec = (long)(at % 1000000000ull) },
 	                        .response_time = now, .response = out, .response_len = (size_t)n };

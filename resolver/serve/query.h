@@ -50,7 +50,9 @@ struct query_ctx {
 /* Where a query came from and how to answer it later. */
 struct query_client {
 	bool tcp;                       /* a stream (TCP or DoT): no truncation */
-	bool tls;                       /* DoT */
+	bool tls;                       /* DoT or DoH */
+	bool https;                     /* DoH */
+	uint32_t stream;                /* DoH: the request's id in its connection's session */
 	int udp_fd;
 	uint64_t conn_id;               /* TCP: the connection's id in its listener */
 	const struct sockaddr_storage *peer; /* the client: everything that keys on the client reads this */

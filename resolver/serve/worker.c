@@ -31,10 +31,12 @@ struct worker {
 	size_t nlisten;
 	struct net_ev *udp;        /* per listen address */
 	struct net_ev *tcp;
-	size_t nlisten_tls;
+	size_t nlisten_tls, nlisten_https;
 	struct net_ev *tls;        /* per server.listen_tls address */
+	struct net_ev *https;      /* per server.listen_https address */
 	struct net_tcp *conns;
 	struct net_tcp *tls_conns; /* DoT; NULL without listen_tls */
+	struct net_tcp *https_conns; /* DoH; NULL without listen_https */
 	struct query_ctx qx;
 	uint64_t snap_gen;
 	struct counters ctr;
@@ -97,9 +99,13 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	w->tcp = calloc(w->nlisten ? w->nlisten : 1, sizeof(struct net_ev));
 	w->nlisten_tls = c->server.nlisten_tls;
 	w->tls = calloc(w->nlisten_tls ? w->nlisten_tls : 1, sizeof(struct net_ev));
+	w->nlisten_https = c->server.nlisten_https;
+	w->https = calloc(w->nlisten_https ? w->nlisten_https : 1, sizeof(struct net_ev));
 	w->pctr = calloc(PARTITION_MAX + 1, sizeof(*w->pctr));
-	if (!w->udp || !w->tcp || !w->tls || !w->pctr)
+	if (!w->udp || !w->tcp || !w->tls || !w->https || !w->pctr)
 		goto fail;
+	for (size_t i = 0; i < w->nlisten_https; i++)
+		w->https[i].fd = -1;
 	for (size_t i = 0; i < w->nlisten; i++)
 		w->udp[i].fd = w->tcp[i].fd = -1;
 	for (size_t i = 0; i < w->nlisten_tls; i++)
@@ -112,14 +118,14 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 	w->epfd = w->loop ? fcntl(uloop_fd(w->loop), F_DUPFD_CLOEXEC, 0) : epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0)
 		goto fail;
-	w->conns = net_tcp_new(w->epfd, c, &w->ctr, NULL);
+	w->conns = net_tcp_new(w->epfd, c, &w->ctr, NULL, false);
 	if (w->conns == NULL)
 		goto fail;
-	if (w->nlisten_tls > 0) {
-		w->tls_conns = net_tcp_new(w->epfd, c, &w->ctr, env->tls);
-		if (w->tls_conns == NULL)
-			goto fail;
-	}
+	if (w->nlisten_tls > 0 && (w->tls_conns = net_tcp_new(w->epfd, c, &w->ctr, env->tls, false)) == NULL)
+		goto fail;
+	if (w->nlisten_https > 0 &&
+	    (w->https_conns = net_tcp_new(w->epfd, c, &w->ctr, env->tls_https, true)) == NULL)
+		goto fail;
 	w->replies_ev = (struct net_ev){ .kind = NET_EV_REPLIES, .fd = w->replies.efd };
 	w->stop_ev = (struct net_ev){ .kind = NET_EV_STOP, .fd = env->stop_fd };
 	if (ep_add(w, &w->replies_ev, EPOLLIN) != 0 || ep_add(w, &w->stop_ev, EPOLLIN) != 0)
@@ -152,6 +158,17 @@ struct worker *worker_new(const struct worker_env *env, unsigned idx, const stru
 		if (ep_add(w, &w->tls[i], EPOLLIN) != 0)
 			goto fail;
 	}
+	for (size_t i = 0; i < w->nlisten_https; i++) {
+		const struct conf_addr *a = &c->server.listen_https[i];
+		int fd = net_bind(a, SOCK_STREAM);
+		if (fd < 0) {
+			log_err("cannot listen on %s (DoH): %s", a->text, strerror(-fd));
+			goto fail;
+		}
+		w->https[i] = (struct net_ev){ .kind = NET_EV_HTTPS_LISTEN, .fd = fd };
+		if (ep_add(w, &w->https[i], EPOLLIN) != 0)
+			goto fail;
+	}
 	w->qx = (struct query_ctx){ .cache = env->cache, .hints = env->hints, .inflight = env->inflight, .replies = &w->replies,
 	                            .dispatch = dispatch, .dispatch_arg = w, .ctr = &w->ctr, .pctr = w->pctr,
 	                            .resp_time = &w->resp_time, .xfr = env->rpz_xfr, .tls = env->tls };
@@ -172,6 +189,7 @@ void worker_free(struct worker *w)
 		return;
 	net_tcp_free(w->conns);
 	net_tcp_free(w->tls_conns);
+	net_tcp_free(w->https_conns);
 	/* replies that arrived after the loop ended */
 	if (w->replies.efd >= 0) {
 		struct mq_node *n = mq_take_all(&w->replies);
@@ -191,6 +209,9 @@ void worker_free(struct worker *w)
 	for (size_t i = 0; w->tls && i < w->nlisten_tls; i++)
 		if (w->tls[i].fd >= 0)
 			close(w->tls[i].fd);
+	for (size_t i = 0; w->https && i < w->nlisten_https; i++)
+		if (w->https[i].fd >= 0)
+			close(w->https[i].fd);
 	if (w->epfd >= 0)
 		close(w->epfd);
 	snapshot_release(w->qx.snap);
@@ -199,6 +220,7 @@ void worker_free(struct worker *w)
 	free(w->udp);
 	free(w->tcp);
 	free(w->tls);
+	free(w->https);
 	free(w->pctr);
 	free(w);
 }
@@ -226,7 +248,8 @@ static void drain_replies(struct worker *w, bool own)
 		/* len < 0: a new waiter took over; a TCP connection's pending count stays */
 		if (len >= 0) {
 			if (wt->tcp)
-				net_tcp_reply(wt->tls ? w->tls_conns : w->conns, wt->conn_id, w->reply, len);
+				net_tcp_reply(wt->https ? w->https_conns : wt->tls ? w->tls_conns : w->conns, wt->conn_id,
+				              wt->stream, w->reply, len);
 			else if (len > 0 && wt->via_len != 0) /* through the balancer that sent it */
 				net_udp_send(wt->udp_fd, &wt->via, wt->via_len, wt->has_local ? &wt->local : NULL, w->reply,
 				             (size_t)len);
@@ -270,6 +293,8 @@ static void *worker_main(void *arg)
 			case NET_EV_TCP_CONN: net_tcp_event(w->conns, ev, events[i].events, &w->qx); break;
 			case NET_EV_TLS_LISTEN: net_tcp_accept(w->tls_conns, ev->fd, &w->qx); break;
 			case NET_EV_TLS_CONN: net_tcp_event(w->tls_conns, ev, events[i].events, &w->qx); break;
+			case NET_EV_HTTPS_LISTEN: net_tcp_accept(w->https_conns, ev->fd, &w->qx); break;
+			case NET_EV_HTTPS_CONN: net_tcp_event(w->https_conns, ev, events[i].events, &w->qx); break;
 			case NET_EV_REPLIES: drain_replies(w, false); break;
 			case NET_EV_STOP: stop = true; break;
 			}
@@ -286,12 +311,16 @@ static void *worker_main(void *arg)
 			net_tcp_sweep(w->conns);
 			if (w->tls_conns)
 				net_tcp_sweep(w->tls_conns);
+			if (w->https_conns)
+				net_tcp_sweep(w->https_conns);
 			inflight_trim(w->env.inflight);
 			last_sweep = now;
 		}
 		net_tcp_end_batch(w->conns);
 		if (w->tls_conns)
 			net_tcp_end_batch(w->tls_conns);
+		if (w->https_conns)
+			net_tcp_end_batch(w->https_conns);
 	}
 	return NULL;
 }

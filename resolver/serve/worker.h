@@ -25,7 +25,8 @@ struct worker_env {
 	int stop_fd;               /* readable once the daemon stops */
 	struct dnstap *dnstap;     /* server.dnstap, queue idx per worker; NULL = off */
 	struct rpz_xfr *rpz_xfr;   /* policy zone transfers: NOTIFYs go there */
-	struct tls_slot *tls;  /* server.listen_tls: the TLS context of new connections */
+	struct tls_slot *tls;      /* server.listen_tls: the TLS context of new connections (ALPN dot) */
+	struct tls_slot *tls_https; /* server.listen_https: the same certificate, ALPN h2 and http/1.1 */
 };
 
 /**
