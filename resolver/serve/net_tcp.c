@@ -922,6 +922,9 @@ static void conn_read(struct net_tcp *t, struct tcp_conn *c)
 		}
 		if (c->doh) { /* HTTP: the session takes every byte; its own limits bound what it keeps */
 			int rc = doh_session_input(c->doh, c->in, (size_t)k);
+			free(c->in); /* an idle DoH connection holds no input buffer either */
+			c->in = NULL;
+			c->in_cap = 0;
 			if (rc < 0)
 				c->closing = true;
 			if (!conn_doh_pump(t, c) || !conn_service(t, c))
