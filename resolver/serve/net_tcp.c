@@ -738,7 +738,7 @@ static void tls_report(const struct tcp_conn *c)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)&c->peer)->sin_addr, a, sizeof(a));
 	else if (c->peer.ss_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&c->peer)->sin6_addr, a, sizeof(a));
-	log_limited(&lim, LOG_LEVEL_INFO, "DoT handshake with %s failed: %s", a, why);
+	log_limited(&lim, LOG_LEVEL_INFO, "TLS handshake with %s failed (DoT or DoH): %s", a, why);
 }
 
 /* What the DoH session has to send, queued; its end noted. @return false when the connection was closed. */

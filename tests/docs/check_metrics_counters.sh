@@ -7,7 +7,7 @@
 set -euo pipefail
 SRC=${1:?usage: check_metrics_counters.sh SOURCE_DIR}
 # Counters /metrics shows in another form, each with where:
-#   queries: partdns_queries_total{transport=...} is udp + tcp + dot
+#   queries: partdns_queries_total{transport=...} is udp + tcp + dot + doh
 EXEMPT=" queries "
 counters=$(sed -n '/^#define COUNTER_LIST(X)/,/^$/p' "$SRC/resolver/base/counters.h" | grep -o 'X([a-z0-9_]*)' | sed 's/X(\(.*\))/\1/')
 [ -n "$counters" ] || { echo "check_metrics_counters: no COUNTER_LIST(X) list in resolver/base/counters.h" >&2; exit 2; }
