@@ -134,6 +134,8 @@ struct conf {
 		char *user;               /* run as this user after binding; "" = as started (never root) */
 		char *control_group;      /* group of the control socket; "" = the user's */
 		struct conf_addr metrics; /* Prometheus /metrics and /health; len 0 = off */
+		size_t nmetrics_allow;    /* who may fetch anything on it (others: 403) */
+		struct prefix *metrics_allow;
 		struct conf_addr http;    /* the partition plan published to CDNs; len 0 = off */
 		size_t nhttp_allow;       /* who may fetch it; none = everyone */
 		struct prefix *http_allow;

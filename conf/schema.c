@@ -195,6 +195,9 @@ static const struct sitem server_items[] = {
 	/* no default port: a metrics port is the operator's choice, not a convention */
 	{ .name = "metrics", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.metrics),
 	  .restart = true },
+	/* the console (/, /status.json) shows the province: loopback unless the operator opens it */
+	{ .name = "metrics_allow", .type = ST_PREFIX,
+	  LST(CS, conf.server.metrics_allow, conf.server.nmetrics_allow, 0), .defs = allow_defs, .restart = true },
 	/* the plan's publication for CDNs (resolver/ops/publish.c); off unless named */
 	{ .name = "http", .type = ST_TARGET, .flags = SF_EMPTY_OFF, FLD(CS, conf.server.http),
 	  .restart = true, .restart_note = NOTE_HTTP },

@@ -73,6 +73,7 @@ struct http_server {
 	const char *notfound;
 	size_t nallow;
 	struct prefix *allow;
+	bool forbid; /* outside allow: 403 to each request, not closed at accept (http_forbid_outside) */
 	/* the connections, on the server's thread only (libmicrohttpd's callbacks run there too) */
 	struct http_conn *head, *tail;
 	unsigned nlive; /* connections not cut */
@@ -246,6 +247,24 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	return rc;
 }
 
+/* Is the client at sa in h's allow list (every client when the list is empty)? */
+static bool allowed(const struct http_server *h, const struct sockaddr *sa, socklen_t len)
+{
+	if (h->nallow == 0)
+		return true;
+	struct prefix who;
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+		prefix_from_addr(&who, AF_INET, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr);
+	else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))
+		prefix_from_addr(&who, AF_INET6, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
+	else
+		return false;
+	for (size_t i = 0; i < h->nallow; i++)
+		if (prefix_contains(&h->allow[i], &who))
+			return true;
+	return false;
+}
+
 /* Does an If-None-Match list name etag (quoted, weak or strong: RFC 9110 13.1.2 compares weakly)? */
 static bool etag_listed(const char *list, const char *quoted)
 {
@@ -324,6 +343,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	/* Answered at the first call, from the headers alone: a body is never
 	 * read (libmicrohttpd closes the connection after replying). */
+	struct http_server *h = cls;
+	if (h->forbid) {
+		/* the address libmicrohttpd accepted: checked here, where a reply can say why */
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+		socklen_t salen = sa == NULL ? 0 : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+		                                                              : sizeof(struct sockaddr_in);
+		if (sa == NULL || !allowed(h, sa, salen))
+			return reply(c, MHD_HTTP_FORBIDDEN, "forbidden: this address is not in the allow list\n", NULL);
+	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n", "GET, HEAD");
 	const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -333,23 +362,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return serve(cls, c, url);
 }
 
-/* Clients outside the allow list are closed at accept, before a byte is read. */
+/* Clients outside the allow list are closed at accept, before a byte is read (unless h->forbid: 403 then). */
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	const struct http_server *h = cls;
-	if (h->nallow == 0)
-		return MHD_YES;
-	struct prefix who;
-	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
-		prefix_from_addr(&who, AF_INET, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr);
-	else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))
-		prefix_from_addr(&who, AF_INET6, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
-	else
-		return MHD_NO;
-	for (size_t i = 0; i < h->nallow; i++)
-		if (prefix_contains(&h->allow[i], &who))
-			return MHD_YES;
-	return MHD_NO;
+	return h->forbid || allowed(h, sa, len) ? MHD_YES : MHD_NO;
 }
 
 static void mhd_log(void *arg, const char *fmt, va_list ap)
@@ -386,6 +403,20 @@ static void *http_main(void *arg)
 		MHD_run(h->mhd);
 	}
 	return NULL;
+}
+
+int http_forbid_outside(struct http_server *h, const struct prefix *allow, size_t nallow)
+{
+	struct prefix *copy = NULL;
+	if (nallow > 0 && (copy = calloc(nallow, sizeof(*copy))) == NULL)
+		return -ENOMEM;
+	if (nallow > 0)
+		memcpy(copy, allow, nallow * sizeof(*allow));
+	free(h->allow);
+	h->allow = copy;
+	h->nallow = nallow;
+	h->forbid = true;
+	return 0;
 }
 
 int http_start(struct http_server *h)

@@ -24,7 +24,7 @@ struct http_page {
 	char etag[40];     /* entity tag without quotes; "" = none (then no 304 either) */
 	time_t modified;   /* Last-Modified; 0 = none */
 	const char *header; /* one more header's name (static); NULL = none */
-	char value[64];     /* ... and its value */
+	char value[192];    /* ... and its value (a Content-Security-Policy fits) */
 };
 
 /**
@@ -45,6 +45,15 @@ typedef int (*http_handler_fn)(void *arg, const char *path, FILE *out, struct ht
  */
 struct http_server *http_new(const char *key, const struct conf_addr *a, bool share, const struct prefix *allow,
                              size_t nallow, http_handler_fn fn, void *arg, const char *notfound);
+
+/**
+ * Before http_start: clients outside allow (copied; replaces http_new's
+ * list) are answered 403 Forbidden to every request instead of being
+ * closed at accept, so an operator's browser or curl says why. They still
+ * take a connection slot while served, bounded as every client is.
+ * @return 0 or -ENOMEM.
+ */
+int http_forbid_outside(struct http_server *h, const struct prefix *allow, size_t nallow);
 
 /** Start serving on a thread of its own (libmicrohttpd driven from it, with the deadlines of http.c). @return 0 or -1 (logged). */
 int http_start(struct http_server *h);

@@ -12,7 +12,9 @@
 
 #include "control/server.h"
 #include "partition/partition.h"
+#include "resolver/base/clock.h"
 #include "resolver/cache/cache.h"
+#include "resolver/ops/console.h"
 #include "resolver/ops/daemon_state.h"
 #include "resolver/ops/fleet.h"
 #include "resolver/ops/inspect.h"
@@ -149,6 +151,82 @@ int ctl_verbs_metrics(void *arg, FILE *out)
 	free((void *)v.part);
 	snapshot_release(s);
 	return 0;
+}
+
+/* The busiest unmatched networks of every listener thread, merged into items (TOPK_SLOTS per thread). @return how many. */
+static size_t unmatched_read(struct daemon *d, struct topk_item *items)
+{
+	size_t k = 0;
+	for (unsigned i = 0; i < d->nworkers; i++)
+		k += topk_read(worker_unmatched(d->workers[i]), items + k, TOPK_SLOTS);
+	return topk_merge(items, k);
+}
+
+/* GET /status.json: what the console shows, gathered as stats, status, steering and unmatched gather it. */
+static int console_json(struct daemon *d, FILE *out)
+{
+	struct stats_view v;
+	struct snapshot *s;
+	if (gather(d, &v, &s) != 0)
+		return -ENOMEM;
+	size_t np = ptable_size(v.partitions);
+	const char **to = calloc(np + 1, sizeof(*to));
+	struct steering_row *rows = malloc(STEERING_ROWS * sizeof(*rows));
+	struct topk_item *items = calloc((size_t)d->nworkers * TOPK_SLOTS + 1, sizeof(*items));
+	int rc = -ENOMEM;
+	if (to != NULL && rows != NULL && items != NULL) {
+		for (unsigned id = 1; id <= np; id++)
+			if (!standby_active(s->standby, id, &to[id]))
+				to[id] = NULL;
+		struct steering *st = resolve_edns_steering(d->edns);
+		struct console_view cv = {
+			.stats = &v,
+			.mapping = s->conf->partitions.mapping,
+			.standby_to = to,
+			.rows = rows,
+			.nrows = steering_read(st, rows, STEERING_ROWS),
+			.rows_dropped = steering_dropped(st),
+			.unmatched = items,
+			.nunmatched = unmatched_read(d, items),
+			.plan_digest = s->conf->partitions.digest,
+			.store_version = s->store_version,
+			.version = PARTDNS_VERSION,
+			.now_ms = clock_ns() / 1000000u,
+			.now = time(NULL),
+		};
+		pthread_mutex_lock(&d->reload_lock);
+		cv.plan_source = d->plan_from_store ? "store" : "config";
+		pthread_mutex_unlock(&d->reload_lock);
+		rc = console_status(d->console, &cv, out);
+	}
+	free(items);
+	free(rows);
+	free(to);
+	free((void *)v.part);
+	snapshot_release(s);
+	return rc;
+}
+
+/* GET / and /status.json on server.metrics (its thread, one request at a time: the console's ring needs no lock). */
+int ctl_verbs_console(void *arg, const char *path, FILE *out, struct http_page *page)
+{
+	struct daemon *d = arg;
+	if (d->console == NULL)
+		return -ENOENT;
+	if (strcmp(path, "/") == 0) {
+		page->type = "text/html; charset=utf-8";
+		page->header = "Content-Security-Policy";
+		snprintf(page->value, sizeof(page->value), "%s", console_csp);
+		console_page(out);
+		return 0;
+	}
+	if (strcmp(path, "/status.json") == 0) {
+		page->type = "application/json";
+		page->header = "Cache-Control";
+		snprintf(page->value, sizeof(page->value), "no-store");
+		return console_json(d, out);
+	}
+	return -ENOENT;
 }
 
 struct flush_arg {
@@ -325,10 +403,7 @@ static int cmd_unmatched(void *arg, int argc, char **argv, FILE *out, FILE *err)
 		fprintf(err, "out of memory\n");
 		return -ENOMEM;
 	}
-	size_t k = 0;
-	for (unsigned i = 0; i < d->nworkers; i++)
-		k += topk_read(worker_unmatched(d->workers[i]), items + k, TOPK_SLOTS);
-	k = topk_merge(items, k);
+	size_t k = unmatched_read(d, items);
 	if (k > n)
 		k = n;
 	fputs(json ? "{\n  \"unmatched\": [" : "", out);

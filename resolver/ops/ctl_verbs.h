@@ -3,7 +3,7 @@
  * This file is private to resolver/. What the daemon answers its operators:
  * the control verbs (partdnsctl stats, cache, query, reload, status,
  * unmatched, steering), and the same figures and plan over HTTP (/metrics,
- * server.http's pages).
+ * the console, server.http's pages).
  */
 #pragma once
 
@@ -18,6 +18,9 @@ int ctl_verbs_register(struct daemon *d);
 
 /** GET /metrics (metrics_http's callback, arg = the daemon): what stats shows, as Prometheus metrics. */
 int ctl_verbs_metrics(void *arg, FILE *out);
+
+/** GET / (the console's page) and /status.json on server.metrics (metrics_http's pages, arg = the daemon). */
+int ctl_verbs_console(void *arg, const char *path, FILE *out, struct http_page *page);
 
 /** GET /mapping.csv and friends, /next/... (server.http's callback, arg = the daemon): the running and staged plan. */
 int ctl_verbs_publish(void *arg, const char *path, FILE *out, struct http_page *page);

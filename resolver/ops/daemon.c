@@ -26,6 +26,7 @@
 #include "resolver/base/ubctx.h"
 #include "resolver/cache/cache.h"
 #include "resolver/cache/inflight.h"
+#include "resolver/ops/console.h"
 #include "resolver/ops/ctl_verbs.h"
 #include "resolver/ops/daemon_state.h"
 #include "resolver/ops/fleet.h"
@@ -349,6 +350,13 @@ static int open_http(struct daemon *d, const struct conf *c, bool takeover)
 		d->metrics = metrics_http_new(&c->server.metrics, takeover, ctl_verbs_metrics, d);
 		if (d->metrics == NULL)
 			return -1;
+		/* the console's history starts now, the counters at zero: nothing is served before daemon_run */
+		if (metrics_http_allow(d->metrics, c->server.metrics_allow, c->server.nmetrics_allow) != 0 ||
+		    (d->console = console_new(clock_ns() / 1000000u)) == NULL) {
+			log_err("server.metrics: out of memory");
+			return -1;
+		}
+		metrics_http_pages(d->metrics, ctl_verbs_console, d);
 	}
 	atomic_store(&d->plan_since, d->started);
 	if (c->server.http.len > 0) {
@@ -413,6 +421,7 @@ void daemon_free(struct daemon *d)
 	if (d == NULL)
 		return;
 	metrics_http_free(d->metrics); /* first: a scrape reads the workers and pools */
+	console_free(d->console);      /* after: only the metrics thread reads it */
 	http_free(d->http);
 	control_free(d->control);
 	/* Pools fail their unfinished jobs into the workers' queues, which
@@ -504,7 +513,8 @@ static void announce_ready(struct daemon *d)
 		log_info("publishing the partition plan on %s (HTTP GET /mapping.csv, /mapping.json, /geofeed.csv)",
 		         s->conf->server.http.text);
 	if (d->metrics) {
-		log_info("serving metrics on %s (HTTP GET /metrics, /health)", s->conf->server.metrics.text);
+		log_info("serving metrics on %s (HTTP GET / the console, /status.json, /metrics, /health)",
+		         s->conf->server.metrics.text);
 		metrics_http_set_ready(d->metrics, true); /* /health: listeners, store and pools are up */
 	}
 	snapshot_release(s);

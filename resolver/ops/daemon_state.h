@@ -16,6 +16,7 @@
 
 struct cache;
 struct chainhint;
+struct console;
 struct control;
 struct dnstap;
 struct fleet;
@@ -61,6 +62,7 @@ struct daemon {
 	struct probe *probe;         /* partdnsctl query */
 	struct control *control;
 	struct metrics_http *metrics; /* server.metrics; NULL when off */
+	struct console *console;      /* its console's QPS history (server.metrics' thread only); NULL when off */
 	struct rpz_xfr *rpz_xfr;      /* policy zones from primaries (rpz[].primary), their NOTIFYs */
 	struct http_server *http;    /* server.http: the plan for CDNs; NULL when off */
 	_Atomic time_t plan_since;   /* when the running partition plan went live (Last-Modified) */

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* server.metrics: GET /metrics (Prometheus text format) and /health, on the daemon's HTTP server (http.c). */
+/*
+ * server.metrics: GET /metrics (Prometheus text format) and /health, on the
+ * daemon's HTTP server (http.c); any other path goes to the pages callback
+ * (the console: /, /status.json), all behind server.metrics_allow.
+ */
 #include "resolver/ops/metrics_http.h"
 
 #include <errno.h>
@@ -14,6 +18,8 @@ struct metrics_http {
 	atomic_bool ready;
 	metrics_collect_fn collect;
 	void *arg;
+	http_handler_fn pages; /* every other path; NULL = 404 */
+	void *pages_arg;
 };
 
 static int page(void *arg, const char *path, FILE *out, struct http_page *pg)
@@ -29,7 +35,7 @@ static int page(void *arg, const char *path, FILE *out, struct http_page *pg)
 		fputs(ready ? "ready\n" : "not ready\n", out);
 		return 0;
 	}
-	return -ENOENT;
+	return m->pages != NULL ? m->pages(m->pages_arg, path, out, pg) : -ENOENT;
 }
 
 struct metrics_http *metrics_http_new(const struct conf_addr *a, bool share, metrics_collect_fn collect, void *arg)
@@ -39,12 +45,24 @@ struct metrics_http *metrics_http_new(const struct conf_addr *a, bool share, met
 		return NULL;
 	m->collect = collect;
 	m->arg = arg;
-	m->http = http_new("server.metrics", a, share, NULL, 0, page, m, "not found: /metrics and /health only\n");
+	m->http = http_new("server.metrics", a, share, NULL, 0, page, m,
+	                   "not found: / (the console), /status.json, /metrics and /health only\n");
 	if (m->http == NULL) {
 		free(m);
 		return NULL;
 	}
 	return m;
+}
+
+int metrics_http_allow(struct metrics_http *m, const struct prefix *allow, size_t nallow)
+{
+	return http_forbid_outside(m->http, allow, nallow);
+}
+
+void metrics_http_pages(struct metrics_http *m, http_handler_fn fn, void *arg)
+{
+	m->pages = fn;
+	m->pages_arg = arg;
 }
 
 int metrics_http_start(struct metrics_http *m)

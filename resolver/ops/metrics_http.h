@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "conf/conf.h"
+#include "resolver/base/http.h"
 
 struct metrics_http;
 
@@ -20,6 +21,16 @@ typedef int (*metrics_collect_fn)(void *arg, FILE *out);
  * @return the server or NULL.
  */
 struct metrics_http *metrics_http_new(const struct conf_addr *a, bool share, metrics_collect_fn collect, void *arg);
+
+/**
+ * Before metrics_http_start: only clients in allow (server.metrics_allow,
+ * copied) may fetch anything; others are answered 403. Without a call,
+ * everyone may. @return 0 or -ENOMEM.
+ */
+int metrics_http_allow(struct metrics_http *m, const struct prefix *allow, size_t nallow);
+
+/** Before metrics_http_start: fn serves every path but /metrics and /health (the console), on the server's thread. */
+void metrics_http_pages(struct metrics_http *m, http_handler_fn fn, void *arg);
 
 /** Start serving (a thread of libmicrohttpd's): /health answers 503 until metrics_http_set_ready. @return 0 or -1. */
 int metrics_http_start(struct metrics_http *m);

@@ -34,6 +34,7 @@ static const struct change {
 	{ "server.user", "server.user", NULL, "server:\n  user: nobody\n" },
 	{ "server.control_group", "server.control/control_group", NULL, "server:\n  control_group: adm\n" },
 	{ "server.metrics", "server.metrics", NULL, "server:\n  metrics: \"127.0.0.1@9100\"\n" },
+	{ "server.metrics_allow", "server.metrics_allow", NULL, "server:\n  metrics_allow: [ 10.0.0.0/8 ]\n" },
 	{ "server.http", "server.http/http_allow", NULL, "server:\n  http: \"127.0.0.1@8080\"\n" },
 	{ "server.http_allow", "server.http/http_allow", NULL, "server:\n  http_allow: [ 10.0.0.0/8 ]\n" },
 	{ "server.store", "server.store", NULL, "server:\n  store: /tmp/other-store\n" },
