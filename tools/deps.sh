@@ -32,6 +32,7 @@ TEST_PACKAGES=(
   socat util-linux                                  # a syslog socket for tests, unshare
   etcd-server etcd-client openssl                   # a test cluster, etcdctl, test certificates
   haproxy                                           # test_proxy.sh: a TCP balancer sending PROXY v2 before DoT
+  chromium chromium-driver python3-selenium         # test_console.sh: the server.metrics console in a headless browser
 )
 
 PACKAGES=("${BUILD_PACKAGES[@]}")
