@@ -340,6 +340,11 @@ for page in man8/partdns.8 man8/partdnsctl.8 man5/partdns.yaml.5; do
   fi
 done
 
+# the alert rules and the dashboard for this version's metrics
+for f in prometheus/alerts.yml grafana/partdns.json; do
+  check "/usr/share/partdns/$f in the package, as in docs/" cmp "$TMP/deb/usr/share/partdns/$f" "$SRC/docs/$f"
+done
+
 # 4. the daemon as installed, in its own network namespace (127.0.0.1@53 of
 # its own: nothing else on this machine is in the way, nothing sees it)
 had_run_dir=0
