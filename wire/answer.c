@@ -624,6 +624,80 @@ int wire_blob_rcode(const uint8_t *blob, size_t blob_len)
 	return v.rcode;
 }
 
+/* One view of a blob, checked through to its records (wire_blob_check). */
+static int blob_check_one(const uint8_t *blob, size_t blob_len, const uint8_t *qname_lc, size_t qname_len,
+                          uint16_t qtype, uint16_t qclass)
+{
+	struct blob_view v;
+	if (blob_view(blob, blob_len, &v) != 0 || v.plain != NULL) /* a plain view of a plain view: none is made */
+		return -EINVAL;
+	size_t qend = WIRE_HEADER_SIZE + qname_len + 4;
+	const uint8_t *m = v.msg;
+	if (v.qd_end != qend || v.msg_len < qend || rd16(m + 4) != 1 ||
+	    !equal_lc(m + WIRE_HEADER_SIZE, qname_lc, qname_len) || rd16(m + WIRE_HEADER_SIZE + qname_len) != qtype ||
+	    rd16(m + WIRE_HEADER_SIZE + qname_len + 2) != qclass)
+		return -EINVAL;
+	/* the question's name is the key's, uncompressed */
+	size_t pos = WIRE_HEADER_SIZE, nlen;
+	uint8_t name[WIRE_MAX_NAME];
+	if (wire_name_read(m, v.msg_len, &pos, name, &nlen) != 0 || pos != WIRE_HEADER_SIZE + qname_len)
+		return -EINVAL;
+	pos = qend;
+	unsigned counts[3] = { rd16(m + 6), rd16(m + 8), rd16(m + 10) };
+	for (int sec = 0; sec < 3; sec++) {
+		if (sec == 2 && pos != v.ns_end)
+			return -EINVAL;
+		for (unsigned i = 0; i < counts[sec]; i++) {
+			struct wire_raw_rr rr;
+			if (wire_rr_read(m, v.msg_len, &pos, &rr, NULL) != 0)
+				return -EINVAL;
+		}
+	}
+	if (pos != v.msg_len)
+		return -EINVAL;
+	for (unsigned i = 0; i < v.nttl; i++) {
+		size_t off = rd16(v.offs + 2 * i);
+		if (off < qend || off + 4 > (i < v.nttl_pre ? v.ns_end : v.msg_len))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int wire_blob_check(const uint8_t *blob, size_t blob_len, const uint8_t *qname_lc, size_t qname_len, uint16_t qtype,
+                    uint16_t qclass)
+{
+	struct blob_view v;
+	if (qname_len < 1 || qname_len > WIRE_MAX_NAME || blob_view(blob, blob_len, &v) != 0)
+		return -EINVAL;
+	size_t own = blob_len - v.plain_len;
+	if (v.plain != NULL && blob_check_one(v.plain, v.plain_len, qname_lc, qname_len, qtype, qclass) != 0)
+		return -EINVAL;
+	/* the first view alone: cut at its own end, blob_view sees no plain view */
+	return blob_check_one(blob, own, qname_lc, qname_len, qtype, qclass);
+}
+
+static void blob_age_one(uint8_t *blob, size_t blob_len, uint32_t secs)
+{
+	struct blob_view v;
+	if (blob_view(blob, blob_len, &v) != 0)
+		return;
+	uint8_t *msg = blob + (v.msg - blob);
+	for (unsigned i = 0; i < v.nttl; i++) {
+		size_t off = rd16(v.offs + 2 * i);
+		if (off + 4 > v.msg_len)
+			continue;
+		uint32_t t = rd32(msg + off);
+		wr32(msg + off, t > secs ? t - secs : 0);
+	}
+	if (v.plain != NULL)
+		blob_age_one(blob + (v.plain - blob), v.plain_len, secs);
+}
+
+void wire_blob_age(uint8_t *blob, size_t blob_len, uint32_t secs)
+{
+	blob_age_one(blob, blob_len, secs);
+}
+
 /* ---- replies without a cached answer: errors, ANY ---- */
 
 int wire_write_error(const struct wire_query *q, int rcode, const struct ecs *echo, const struct wire_ede *ede,

@@ -122,6 +122,24 @@ int wire_blob_info(const uint8_t *blob, size_t blob_len, struct wire_blob_info *
 /** @return the blob's rcode (0..4095) or -EINVAL (not a blob). */
 int wire_blob_rcode(const uint8_t *blob, size_t blob_len);
 
+/**
+ * Is blob (one view, and its view without DNSSEC records if it has one) a
+ * blob a reply can be written from for the question qname_lc (lower case,
+ * wire form), qtype, qclass: its header consistent, the question that one,
+ * every record of the message whole and the counts the records', every TTL
+ * offset inside the records of its part? For blobs read from outside (a
+ * cache snapshot): wire_answer_write trusts what wire_answer_prepare made.
+ * @return 0 or -EINVAL.
+ */
+int wire_blob_check(const uint8_t *blob, size_t blob_len, const uint8_t *qname_lc, size_t qname_len, uint16_t qtype,
+                    uint16_t qclass);
+
+/**
+ * Age every TTL of a checked blob (wire_blob_check) by secs, in place (none
+ * below 0): a reply written from it then says secs less.
+ */
+void wire_blob_age(uint8_t *blob, size_t blob_len, uint32_t secs);
+
 /* ---- replies without a cached answer: errors, ANY ---- */
 
 /**
