@@ -619,12 +619,18 @@ static int cache_link(struct cache *c, struct entry *e, uint32_t now, unsigned o
 		free(e);
 		return -EEXIST;
 	}
+	if ((opts & CACHE_NO_EVICT) &&
+	    get_sz(&s->bytes) - (link != NULL ? entry_charge((*link)->klen, (*link)->vlen) : 0) + need > s->budget) {
+		shard_unlock(&s->lock);
+		free(e);
+		return -ENOSPC;
+	}
 	if (link != NULL) {
 		shard_unlink(s, link, *link, &garbage);
 		add_u64(&s->replacements, 1);
 	}
 	/* Evict before charging anything so bytes never exceeds the budget, even briefly. */
-	size_t nb = shard_grow_wanted(s, need);
+	size_t nb = (opts & CACHE_NO_EVICT) ? 0 : shard_grow_wanted(s, need);
 	if (nb != 0) {
 		shard_evict(s, need + table_bytes(nb) - table_bytes(s->mask + 1), now, &garbage);
 		shard_grow(s, nb);
@@ -855,4 +861,112 @@ void cache_get_stats(struct cache *c, struct cache_stats *out)
 		out->entries += get_sz(&s->entries);
 		out->bytes += get_sz(&s->bytes);
 	}
+}
+
+/* --- walking and restoring (cache snapshots) --- */
+
+/* A walked entry's copy in a batch: this header, then key and value. */
+struct walk_item {
+	uint32_t klen, vlen, stored_at, expiry;
+	uint32_t opts;
+};
+
+/*
+ * Copy the live entries of buckets [*bucket, ...) of s into buf (grown as
+ * needed) until CACHE_WALK_BATCH bytes are taken, whole buckets at a time.
+ * @return bytes used in *buf; *bucket moves past the buckets copied, to
+ *         SIZE_MAX at the end of the table; -1 as (size_t)-1 on ENOMEM.
+ */
+static size_t walk_batch(struct shard *s, uint32_t now, size_t *bucket, uint8_t **buf,
+                         size_t *cap)
+{
+	size_t used = 0;
+	shard_rdlock(&s->lock);
+	size_t b = *bucket;
+	for (; b <= s->mask && used < CACHE_WALK_BATCH; b++) {
+		for (struct entry *e = s->tab[b]; e != NULL; e = e->next) {
+			uint8_t f = entry_flags(e);
+			if (!entry_live(e, now) || (f & F_HELD))
+				continue;
+			size_t need = sizeof(struct walk_item) + e->klen + e->vlen;
+			if (used + need > *cap) {
+				size_t ncap = *cap ? *cap : CACHE_WALK_BATCH;
+				while (ncap < used + need)
+					ncap *= 2;
+				uint8_t *nb = realloc(*buf, ncap);
+				if (nb == NULL) {
+					shard_unlock(&s->lock);
+					return (size_t)-1;
+				}
+				*buf = nb;
+				*cap = ncap;
+			}
+			struct walk_item it = { .klen = e->klen, .vlen = e->vlen, .stored_at = e->stored_at,
+			                        .expiry = e->expiry, .opts = (f & F_NO_STALE) ? CACHE_NO_STALE : 0 };
+			memcpy(*buf + used, &it, sizeof(it));
+			memcpy(*buf + used + sizeof(it), entry_key(e), e->klen);
+			memcpy(*buf + used + sizeof(it) + e->klen, entry_val(e), e->vlen);
+			used += need;
+		}
+	}
+	*bucket = b > s->mask ? SIZE_MAX : b;
+	shard_unlock(&s->lock);
+	return used;
+}
+
+int cache_walk(struct cache *c, uint32_t now, int (*fn)(const struct cache_walk_entry *e, void *arg), void *arg)
+{
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int rc = 0;
+	for (unsigned i = 0; i < c->nshards && rc == 0; i++) {
+		size_t bucket = 0;
+		while (bucket != SIZE_MAX && rc == 0) {
+			size_t used = walk_batch(&c->shards[i], now, &bucket, &buf, &cap);
+			if (used == (size_t)-1) {
+				rc = -ENOMEM;
+				break;
+			}
+			for (size_t o = 0; o < used && rc == 0;) {
+				struct walk_item it;
+				memcpy(&it, buf + o, sizeof(it));
+				struct cache_walk_entry e = { .key = buf + o + sizeof(it), .klen = it.klen,
+				                              .val = buf + o + sizeof(it) + it.klen, .vlen = it.vlen,
+				                              .stored_at = it.stored_at, .expiry = it.expiry, .opts = it.opts };
+				rc = fn(&e, arg);
+				o += sizeof(it) + it.klen + it.vlen;
+			}
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+int cache_insert_aged(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                      uint32_t now, uint32_t stored_at, uint32_t expiry, unsigned opts)
+{
+	if (!(stored_at <= now && now < expiry))
+		return -EINVAL;
+	if (klen > CACHE_MAX_KEY || vlen > UINT32_MAX)
+		return -E2BIG;
+	size_t need = entry_charge(klen, vlen);
+	if (need > c->shards[0].budget - table_bytes(TABLE_MIN))
+		return -E2BIG;
+	struct entry *e = malloc(need);
+	if (e == NULL)
+		return -ENOMEM;
+	e->next = NULL;
+	e->hash = hash_bytes(&c->key, key, klen);
+	e->stored_at = stored_at;
+	e->expiry = expiry;
+	e->klen = (uint16_t)klen;
+	e->vlen = (uint32_t)vlen;
+	atomic_init(&e->mark, 0);
+	atomic_init(&e->ref, 0);
+	atomic_init(&e->flags, (opts & CACHE_NO_STALE) ? F_NO_STALE : 0);
+	if (klen > 0)
+		memcpy(entry_key(e), key, klen);
+	if (vlen > 0)
+		memcpy(entry_val(e), val, vlen);
+	return cache_link(c, e, now, opts);
 }

@@ -128,6 +128,8 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 #define CACHE_NO_STALE 0x01u
 /** cache_insert_opt(): keep an entry of key that is fresh or may still be served stale (-EEXIST). */
 #define CACHE_NO_REPLACE 0x02u
+/** cache_insert_opt(), cache_insert_aged(): evict nothing and grow no table for it; -ENOSPC when it does not fit. */
+#define CACHE_NO_EVICT 0x04u
 
 /**
  * cache_insert() with opts, a set of CACHE_NO_STALE and CACHE_NO_REPLACE.
@@ -235,3 +237,39 @@ struct cache_stats {
  * fields are individually accurate but not a consistent snapshot.
  */
 void cache_get_stats(struct cache *c, struct cache_stats *out);
+
+/* One entry as cache_walk() hands it out: a copy, valid only during the call (key and val not aligned). */
+struct cache_walk_entry {
+	const uint8_t *key;
+	size_t klen;
+	const uint8_t *val;
+	size_t vlen;
+	uint32_t stored_at, expiry; /* as struct cache_hit */
+	unsigned opts;              /* CACHE_NO_STALE when it was inserted with it */
+};
+
+/**
+ * Call fn for a copy of every live entry (now < expiry, not held stale), for
+ * a snapshot of the cache. Each shard's lock is taken for one batch of
+ * buckets at a time (at most CACHE_WALK_BATCH bytes copied, plus one chain),
+ * and fn runs with no lock held, so a walk of a large cache delays lookups
+ * of a shard by one batch's copy at most. Entries inserted or removed
+ * during the walk may or may not be seen; a shard whose table grows
+ * meanwhile may hand out a few entries twice.
+ * @param fn  returns 0 to go on, anything else to stop the walk (returned).
+ * @return 0, fn's non-zero result, or -ENOMEM. Thread-safe.
+ */
+int cache_walk(struct cache *c, uint32_t now, int (*fn)(const struct cache_walk_entry *e, void *arg), void *arg);
+
+/** Bytes cache_walk() copies under one lock hold, at most (plus one bucket's chain). */
+#define CACHE_WALK_BATCH (64u * 1024u)
+
+/**
+ * Insert key with an entry stored at stored_at and dead at expiry (both
+ * monotonic seconds as `now`; stored_at <= now < expiry), as a restore from
+ * a snapshot: a lookup sees the entry's age as if it had been inserted then.
+ * opts as cache_insert_opt(). @return as cache_insert_opt(), -ENOSPC
+ * (CACHE_NO_EVICT), or -EINVAL (the times are not stored_at <= now < expiry).
+ */
+int cache_insert_aged(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                      uint32_t now, uint32_t stored_at, uint32_t expiry, unsigned opts);
