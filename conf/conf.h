@@ -177,6 +177,8 @@ struct conf {
 		uint32_t failure_ttl;     /* seconds a resolution failure is remembered (RFC 9520); 0 = never */
 		bool prefetch;            /* refresh an entry asked in the last 10 % of its TTL */
 		bool serve_stale;         /* RFC 8767: expired answers when resolution fails */
+		char *snapshot;           /* cache snapshot file (cache_snap.c); "" = none */
+		uint32_t snapshot_interval; /* seconds between snapshots; 0 = at stop and takeover only */
 	} cache;
 
 	struct {

@@ -277,6 +277,10 @@ static const struct sitem cache_items[] = {
 	  .max = 300, .def = "5" },
 	{ .name = "prefetch", .type = ST_BOOL, FLD(CS, conf.cache.prefetch), .def = "true" },
 	{ .name = "serve_stale", .type = ST_BOOL, FLD(CS, conf.cache.serve_stale), .def = "false" },
+	/* a file the daemon writes as server.user; read at start and by partdnsctl cache load */
+	{ .name = "snapshot", .type = ST_STR, FLD(CS, conf.cache.snapshot), .def = "" },
+	{ .name = "snapshot_interval", .type = ST_UINT, FLD(CS, conf.cache.snapshot_interval),
+	  .max = 86400, .def = "300" },
 	{ .name = NULL },
 };
 
