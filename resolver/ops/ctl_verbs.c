@@ -14,6 +14,7 @@
 #include "partition/partition.h"
 #include "resolver/base/clock.h"
 #include "resolver/cache/cache.h"
+#include "resolver/cache/cache_snap.h"
 #include "resolver/ops/console.h"
 #include "resolver/ops/daemon_state.h"
 #include "resolver/ops/fleet.h"
@@ -73,6 +74,10 @@ static int gather(struct daemon *d, struct stats_view *v, struct snapshot **s)
 	v->inflight_normal = resolve_normal_inflight(d->normal);
 	v->inflight_edns = resolve_edns_inflight(d->edns);
 	cache_get_stats(d->cache, &v->cache);
+	v->snap_saved = atomic_load(&d->snap_saved);
+	v->snap_loaded = atomic_load(&d->snap_loaded);
+	v->snap_refused = atomic_load(&d->snap_refused);
+	v->snap_files_refused = atomic_load(&d->snap_files_refused);
 	v->uptime = (uint64_t)(time(NULL) - d->started);
 	*s = snapshot_get(&d->snapshots);
 	v->partitions = (*s)->conf->partitions.table;
@@ -261,10 +266,35 @@ static int cmd_query(void *arg, int argc, char **argv, FILE *out, FILE *err)
 	                   control_arg(argc - 1, argv + 1, "partition"), out, err);
 }
 
-/* "cache flush [name=NAME] [partition=P]", "cache lookup name=NAME [type=T] [partition=P]" */
+/* "cache dump file=FILE", "cache load file=FILE": a snapshot written or read by the daemon, as its user */
+static int cache_snap_verb(struct daemon *d, bool dump, int argc, char **argv, FILE *out, FILE *err)
+{
+	const char *file = control_arg(argc - 2, argv + 2, "file");
+	if (file == NULL || file[0] != '/') {
+		fprintf(err, "cache %s: file=PATH, an absolute path, is needed\n", dump ? "dump" : "load");
+		return -EINVAL;
+	}
+	struct cache_snap_result r;
+	int rc = dump ? reload_snap_write(d, file, "partdnsctl", &r) : reload_snap_load(d, file, "partdnsctl", &r);
+	if (rc != 0) {
+		fprintf(err, "%s: %s\n", file, r.why);
+		return rc;
+	}
+	if (dump)
+		fprintf(out, "%llu entries, %llu bytes written to %s\n", (unsigned long long)r.entries,
+		        (unsigned long long)r.bytes, file);
+	else
+		fprintf(out, "%llu entries loaded from %s%s%s\n", (unsigned long long)r.entries, file,
+		        r.why[0] ? "; not loaded: " : "", r.why);
+	return 0;
+}
+
+/* "cache flush [name=NAME] [partition=P]", "cache lookup name=NAME [type=T] [partition=P]", "cache dump|load file=FILE" */
 static int cmd_cache(void *arg, int argc, char **argv, FILE *out, FILE *err)
 {
 	struct daemon *d = arg;
+	if (argc >= 2 && (strcmp(argv[1], "dump") == 0 || strcmp(argv[1], "load") == 0))
+		return cache_snap_verb(d, strcmp(argv[1], "dump") == 0, argc, argv, out, err);
 	if (argc >= 2 && strcmp(argv[1], "lookup") == 0) {
 		const char *name = control_arg(argc - 2, argv + 2, "name");
 		if (name == NULL) {
@@ -464,6 +494,10 @@ static int cmd_status(void *arg, int argc, char **argv, FILE *out, FILE *err)
 	v.last_reload = d->last_reload;
 	v.last_reload_ok = d->last_reload_ok;
 	pthread_mutex_unlock(&d->reload_lock);
+	v.snapshot = s->conf->cache.snapshot;
+	v.snap_last = atomic_load(&d->snap_last);
+	v.snap_entries = atomic_load(&d->snap_last_entries);
+	v.snap_bytes = atomic_load(&d->snap_last_bytes);
 	stats_write_status(out, argc >= 2 && strcmp(argv[1], "json") == 0, &v);
 	snapshot_release(s);
 	return 0;

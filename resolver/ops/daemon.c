@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control/client.h"
 #include "control/server.h"
 #include "partition/partition.h"
 #include "resolver/base/clock.h"
@@ -25,6 +26,7 @@
 #include "resolver/base/privs.h"
 #include "resolver/base/ubctx.h"
 #include "resolver/cache/cache.h"
+#include "resolver/cache/cache_snap.h"
 #include "resolver/cache/inflight.h"
 #include "resolver/ops/console.h"
 #include "resolver/ops/ctl_verbs.h"
@@ -188,6 +190,7 @@ static struct daemon *daemon_alloc(const char *conf_path, struct conf *c, bool t
 	snapshot_slot_init(&d->snapshots);
 	pthread_mutex_init(&d->reload_lock, NULL);
 	pthread_mutex_init(&d->next_lock, NULL);
+	pthread_mutex_init(&d->snap_lock, NULL);
 	tls_slot_init(&d->tls);
 	tls_slot_init(&d->tls_https);
 	d->nlisten_tls = c->server.nlisten_tls;
@@ -317,6 +320,36 @@ static int make_workers(struct daemon *d, const struct conf *c)
 }
 
 /*
+ * cache.snapshot: the cache as the last daemon left it, before any listener
+ * answers. With --takeover the daemon serving now is asked to write it
+ * first (partdnsctl cache dump over its control socket, before this one
+ * takes the socket's path over), so the hand-over loses nothing it had
+ * cached; an older daemon that cannot leaves the file of its last write.
+ * A file that cannot be loaded is logged: the daemon starts cold.
+ */
+static void load_cache(struct daemon *d, const struct conf *c, bool takeover)
+{
+	const char *path = c->cache.snapshot;
+	if (path == NULL || path[0] == '\0')
+		return;
+	if (takeover && c->server.control != NULL && c->server.control[0] != '\0') {
+		char req[CONTROL_MAX_REQUEST], msg[1024], *body = NULL;
+		int n = snprintf(req, sizeof(req), "cache dump file=%s", path);
+		int rc = n > 0 && (size_t)n < sizeof(req) && strpbrk(path, " \t") == NULL
+		                 ? control_request(c->server.control, req, 120000, &body, NULL, msg, sizeof(msg))
+		                 : -EINVAL;
+		free(body);
+		if (rc != 0)
+			log_warn("--takeover: the running daemon did not write its cache to %s (%s); loading the file as "
+			         "it is", path, rc == -EINVAL ? "the path has a space" : msg);
+		else
+			log_info("--takeover: the running daemon wrote its cache to %s", path);
+	}
+	struct cache_snap_result r;
+	reload_snap_load(d, path, takeover ? "takeover" : "start", &r);
+}
+
+/*
  * server.control: the socket with the verbs (ctl_verbs.c), given to the
  * user and the control group. @return 0 or -1.
  */
@@ -408,8 +441,12 @@ struct daemon *daemon_new(const char *conf_path, struct conf *c, bool takeover)
 		return NULL;
 	c = open_store(d, &privs, c);
 	/* from the first snapshot on, c is the snapshot's: the steps after it only read it */
-	if (c == NULL || first_snapshot(d, c) != 0 || make_pools(d, c) != 0 || make_workers(d, c) != 0 ||
-	    open_control(d, c, &privs, takeover) != 0 || open_http(d, c, takeover) != 0 || become_user(d, &privs) != 0) {
+	if (c == NULL || first_snapshot(d, c) != 0 || make_pools(d, c) != 0 || make_workers(d, c) != 0) {
+		daemon_free(d);
+		return NULL;
+	}
+	load_cache(d, c, takeover); /* before open_control takes a running daemon's socket over */
+	if (open_control(d, c, &privs, takeover) != 0 || open_http(d, c, takeover) != 0 || become_user(d, &privs) != 0) {
 		daemon_free(d);
 		return NULL;
 	}
@@ -446,6 +483,7 @@ void daemon_free(struct daemon *d)
 	snapshot_conf_release(d->boot);
 	conf_free(d->next);
 	pthread_mutex_destroy(&d->next_lock);
+	pthread_mutex_destroy(&d->snap_lock);
 	if (d->store)
 		store_close(d->store);
 	if (d->stop_fd >= 0)
@@ -522,6 +560,28 @@ static void announce_ready(struct daemon *d)
 }
 
 /*
+ * cache.snapshot every cache.snapshot_interval (both as the running config
+ * says), from the main loop's tick: no thread of its own. when "stop":
+ * now, whatever the interval. The write walks the cache a batch at a time,
+ * so the listeners go on answering meanwhile.
+ */
+static void save_cache(struct daemon *d, const char *when)
+{
+	struct snapshot *s = snapshot_get(&d->snapshots);
+	const char *conf_path = s->conf->cache.snapshot;
+	uint32_t interval = s->conf->cache.snapshot_interval, now = clock_sec();
+	char path[4096];
+	snprintf(path, sizeof(path), "%s", conf_path ? conf_path : "");
+	snapshot_release(s);
+	bool stop = strcmp(when, "stop") == 0;
+	if (path[0] == '\0' || (!stop && (interval == 0 || now < d->snap_next)))
+		return;
+	struct cache_snap_result r;
+	reload_snap_write(d, path, when, &r);
+	d->snap_next = clock_sec() + interval;
+}
+
+/*
  * The main thread until a stop: signals and the store are polled here: every
  * 250 ms, and at once when the fleet's mirror wrote a change (SIGUSR2), but
  * then at most every 100 ms, so a burst of changes (an import on another
@@ -533,6 +593,9 @@ static void main_loop(struct daemon *d, const sigset_t *set)
 	uint64_t next_tick = 0, last_poll = 0;
 	unsigned ticks = 0;
 	bool due = true;
+	struct snapshot *s = snapshot_get(&d->snapshots);
+	d->snap_next = clock_sec() + s->conf->cache.snapshot_interval;
+	snapshot_release(s);
 	while (!stopping(d)) {
 		uint64_t now = clock_ns();
 		if (now >= next_tick) {
@@ -541,6 +604,7 @@ static void main_loop(struct daemon *d, const sigset_t *set)
 			cache_reap(d->cache, clock_sec(), 4); /* every shard every 4 s at 250 ms a tick */
 			if (++ticks % 40 == 0)
 				malloc_trim(0);
+			save_cache(d, "interval");
 			next_tick = now + tick_ns;
 		}
 		if (due && now - last_poll >= min_poll_ns) {
@@ -555,6 +619,8 @@ static void main_loop(struct daemon *d, const sigset_t *set)
 		int sig = sigtimedwait(set, NULL, &wait);
 		if (sig == SIGINT || sig == SIGTERM) {
 			log_info("signal %d: shutting down", sig);
+			/* written while the listeners still answer: a restart loses no query to it */
+			save_cache(d, "stop");
 			daemon_stop(d);
 		} else if (sig == SIGHUP) {
 			log_info("SIGHUP: reloading");

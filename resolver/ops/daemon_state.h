@@ -73,6 +73,14 @@ struct daemon {
 	time_t next_staged, next_at; /* when staged; when it goes live (0 = not asked yet) */
 	time_t started;
 	char user[64];               /* who it runs as (server.user, or whoever started it) */
+	/* cache snapshots (reload_snap_*): one at a time (snap_lock); their figures are written
+	 * under it and read without it, so a report does not wait for a write */
+	pthread_mutex_t snap_lock;
+	_Atomic uint64_t snap_saved, snap_loaded, snap_refused; /* entries written, loaded, not loaded from a file */
+	_Atomic uint64_t snap_files_refused;                   /* files of which nothing was loaded */
+	_Atomic time_t snap_last;                              /* the last write that succeeded; 0 = none yet */
+	_Atomic uint64_t snap_last_entries, snap_last_bytes;
+	uint32_t snap_next;                                    /* clock_sec() of the next periodic write (main thread) */
 	/* reloads (SIGHUP, partdnsctl reload), under reload_lock */
 	uint64_t reloads, reload_failures;
 	time_t last_reload;

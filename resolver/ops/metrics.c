@@ -249,6 +249,16 @@ static void write_state(FILE *out, const struct stats_view *v)
 	single(out, "partdns_cache_inserts_total", "counter", "Answers stored in the cache.", v->cache.inserts);
 	single(out, "partdns_cache_evictions_total", "counter", "Cache entries removed to make room.",
 	       v->cache.evictions);
+	single(out, "partdns_cache_snapshot_saved_total", "counter",
+	       "Cache entries written to snapshots (cache.snapshot, partdnsctl cache dump).", v->snap_saved);
+	single(out, "partdns_cache_snapshot_loaded_total", "counter",
+	       "Cache entries loaded from snapshots (at start, partdnsctl cache load).", v->snap_loaded);
+	single(out, "partdns_cache_snapshot_refused_total", "counter",
+	       "Entries of snapshot files not loaded: expired, of a changed city, past cache.max_bytes, cached already.",
+	       v->snap_refused);
+	single(out, "partdns_cache_snapshot_files_refused_total", "counter",
+	       "Snapshot files refused whole: another version, truncated, corrupt, larger than cache.max_bytes.",
+	       v->snap_files_refused);
 	single(out, "partdns_edns_domains", "gauge", "EDNS domains in the running domain set.", v->edns_domains);
 	single(out, "partdns_plan_serial", "gauge",
 	       "partitions.serial of the running partition plan (0 = the config keeps none).", v->plan_serial);

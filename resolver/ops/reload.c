@@ -12,6 +12,7 @@
 #include "resolver/base/log.h"
 #include "resolver/base/tls.h"
 #include "resolver/cache/cache.h"
+#include "resolver/cache/cache_snap.h"
 #include "resolver/cache/inflight.h"
 #include "resolver/ops/daemon_state.h"
 #include "resolver/view/route.h"
@@ -341,5 +342,60 @@ int reload_run(struct daemon *d, FILE *err)
 		log_info("reloaded %s: %zu partition(s) (plan serial %u), %zu EDNS domain(s); %zu cache entries of "
 		         "changed or removed partitions dropped, %zu of renumbered ones kept",
 		         d->conf_path, nparts, serial, ndom, flushed, moved);
+	return rc;
+}
+
+/* ---- cache snapshots ---- */
+
+int reload_snap_write(struct daemon *d, const char *path, const char *when, struct cache_snap_result *r)
+{
+	pthread_mutex_lock(&d->snap_lock);
+	pthread_mutex_lock(&d->reload_lock);
+	struct snapshot *s = snapshot_get(&d->snapshots);
+	uint64_t t0 = clock_ns();
+	int rc = cache_snap_write(d->cache, s->conf, s->standby, path, r);
+	double secs = (double)(clock_ns() - t0) / 1e9;
+	snapshot_release(s);
+	pthread_mutex_unlock(&d->reload_lock);
+	if (rc == 0) {
+		atomic_fetch_add(&d->snap_saved, r->entries);
+		atomic_store(&d->snap_last_entries, r->entries);
+		atomic_store(&d->snap_last_bytes, r->bytes);
+		atomic_store(&d->snap_last, r->written);
+	}
+	pthread_mutex_unlock(&d->snap_lock);
+	if (rc != 0)
+		log_err("cache snapshot (%s) to %s failed: %s", when, path, r->why);
+	else
+		log_info("cache snapshot (%s): %llu entries, %llu bytes written to %s in %.2f s%s%s", when,
+		         (unsigned long long)r->entries, (unsigned long long)r->bytes, path, secs, r->why[0] ? "; " : "",
+		         r->why);
+	return rc;
+}
+
+int reload_snap_load(struct daemon *d, const char *path, const char *when, struct cache_snap_result *r)
+{
+	pthread_mutex_lock(&d->snap_lock);
+	pthread_mutex_lock(&d->reload_lock);
+	struct snapshot *s = snapshot_get(&d->snapshots);
+	uint64_t t0 = clock_ns();
+	int rc = cache_snap_load(d->cache, s->conf, s->standby, path, r);
+	double secs = (double)(clock_ns() - t0) / 1e9;
+	snapshot_release(s);
+	pthread_mutex_unlock(&d->reload_lock);
+	atomic_fetch_add(&d->snap_loaded, r->entries);
+	atomic_fetch_add(&d->snap_refused, r->refused);
+	atomic_fetch_add(&d->snap_files_refused, r->file_refused ? 1 : 0);
+	pthread_mutex_unlock(&d->snap_lock);
+	if (rc == -ENOENT && !r->file_refused) {
+		log_info("cache snapshot (%s): no file %s, starting cold", when, path);
+	} else if (rc != 0) {
+		log_warn("cache snapshot (%s) %s %s", when, path, r->why);
+	} else {
+		time_t now = time(NULL);
+		long ago = now > r->written ? (long)(now - r->written) : 0;
+		log_info("cache snapshot (%s): %llu entries loaded from %s (written %ld s ago) in %.2f s%s%s", when,
+		         (unsigned long long)r->entries, path, ago, secs, r->why[0] ? "; not loaded: " : "", r->why);
+	}
 	return rc;
 }

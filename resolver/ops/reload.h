@@ -64,3 +64,23 @@ struct conf *reload_adopt_plan(struct daemon *d, struct conf *c, FILE *err);
 
 /** Read the staged plan (if any) into d->next, for /next/ and its activation. */
 void reload_read_next_plan(struct daemon *d);
+
+struct cache_snap_result;
+
+/*
+ * Cache snapshots (cache.snapshot; partdnsctl cache dump and load): one at
+ * a time, under the running plan (a reload waits: partition ids mean the
+ * same through the whole file), logged in one line and counted for stats
+ * and status. when says what asked ("stop", "interval", "takeover",
+ * "start", "partdnsctl").
+ */
+
+/** Write the cache to path. @return 0 or -errno (r->why says why). */
+int reload_snap_write(struct daemon *d, const char *path, const char *when, struct cache_snap_result *r);
+
+/**
+ * Load path into the cache: entries already cached stay, the file's go
+ * where there is room. @return 0 (maybe trimmed: r->why), -ENOENT (no
+ * file), another -errno (refused: r->why).
+ */
+int reload_snap_load(struct daemon *d, const char *path, const char *when, struct cache_snap_result *r);

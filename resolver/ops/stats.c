@@ -133,6 +133,9 @@ static void write_json(FILE *out, const struct stats_view *v)
 	        "\"lookup_hits\": %llu, \"lookup_misses\": %llu, \"inserts\": %llu, \"evictions\": %llu, "
 	        "\"expired\": %llu },\n", cs->entries, cs->bytes, cs->max_bytes, ull(cs->hits), ull(cs->misses),
 	        ull(cs->inserts), ull(cs->evictions), ull(cs->expired));
+	fprintf(out, "  \"cache_snapshot\": { \"saved\": %llu, \"loaded\": %llu, \"refused\": %llu, "
+	        "\"files_refused\": %llu },\n", ull(v->snap_saved), ull(v->snap_loaded), ull(v->snap_refused),
+	        ull(v->snap_files_refused));
 	fprintf(out, "  \"edns_domains\": %zu,\n", v->edns_domains);
 	/* edns.tier: each node's state as this frontend sees it (none: not a frontend) */
 	const struct tier *tr = v->tier;
@@ -181,6 +184,9 @@ static void write_text(FILE *out, const struct stats_view *v)
 	fprintf(out, "cache.entries %zu\ncache.bytes %zu\ncache.max_bytes %zu\ncache.lookup_hits %llu\n"
 	        "cache.lookup_misses %llu\ncache.evictions %llu\ncache.expired %llu\n", cs->entries, cs->bytes,
 	        cs->max_bytes, ull(cs->hits), ull(cs->misses), ull(cs->evictions), ull(cs->expired));
+	fprintf(out, "cache.snapshot_saved %llu\ncache.snapshot_loaded %llu\ncache.snapshot_refused %llu\n"
+	        "cache.snapshot_files_refused %llu\n", ull(v->snap_saved), ull(v->snap_loaded), ull(v->snap_refused),
+	        ull(v->snap_files_refused));
 	fprintf(out, "edns_domains %zu\n", v->edns_domains);
 	struct rpz_out ro = { .out = out, .t = v->partitions };
 	rpz_each(v->rpz, rpz_zone_line, rpz_part_line, &ro);
@@ -227,6 +233,11 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 		fprintf(out, "reloads %llu\nreload_failures %llu\nlast_reload %s\nlast_reload_result %s\n",
 		        ull(v->reloads), ull(v->reload_failures), last, result);
 		fprintf(out, "standby %s\n", v->standby && v->standby[0] ? v->standby : "-");
+		char snap_at[32];
+		iso_time(v->snap_last, snap_at, sizeof(snap_at));
+		fprintf(out, "cache_snapshot %s\ncache_snapshot_last %s\ncache_snapshot_entries %llu\n"
+		        "cache_snapshot_bytes %llu\n", v->snapshot && v->snapshot[0] ? v->snapshot : "-", snap_at,
+		        ull(v->snap_entries), ull(v->snap_bytes));
 		fprintf(out, "plan_source %s\n", v->plan_source ? v->plan_source : "config");
 		if (v->fleet_on)
 			fprintf(out, "fleet_node %s\nfleet_revision %lld\nfleet_connected %s\nfleet_member %s\n",
@@ -280,7 +291,21 @@ void stats_write_status(FILE *out, bool json, const struct status_view *v)
 		while (*p == ' ')
 			p++;
 	}
-	fputs("},\n  \"plan_source\": ", out);
+	fputs("},\n  \"cache_snapshot\": ", out);
+	if (v->snapshot && v->snapshot[0]) {
+		char snap_at[32];
+		iso_time(v->snap_last, snap_at, sizeof(snap_at));
+		fputs("{ \"path\": ", out);
+		json_string(out, v->snapshot);
+		if (v->snap_last != 0)
+			fprintf(out, ", \"last\": \"%s\"", snap_at);
+		else
+			fputs(", \"last\": null", out);
+		fprintf(out, ", \"entries\": %llu, \"bytes\": %llu }", ull(v->snap_entries), ull(v->snap_bytes));
+	} else {
+		fputs("null", out);
+	}
+	fputs(",\n  \"plan_source\": ", out);
 	json_string(out, v->plan_source ? v->plan_source : "config");
 	fputs(",\n", out);
 	if (v->fleet_on) {

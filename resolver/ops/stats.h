@@ -48,6 +48,8 @@ struct stats_view {
 	bool fleet_on;                           /* store.etcd is set */
 	struct fleet_status fleet;
 	const struct tier *tier;                 /* edns.tier's nodes as this frontend sees them; NULL = none */
+	/* cache snapshots (cache.snapshot, partdnsctl cache dump/load): entries written, loaded, not loaded */
+	uint64_t snap_saved, snap_loaded, snap_refused, snap_files_refused;
 };
 
 /** Write the report: "name value" lines, or one JSON object. */
@@ -74,6 +76,9 @@ struct status_view {
 	time_t next_at;              /* when it goes live; 0 = when activated */
 	bool fleet_on;               /* store.etcd is set */
 	struct fleet_status fleet;
+	const char *snapshot;        /* cache.snapshot; "" = off */
+	time_t snap_last;            /* the last snapshot written; 0 = none yet */
+	uint64_t snap_entries, snap_bytes;
 };
 
 /** Write status: "name value" lines, or one JSON object. */
