@@ -47,6 +47,8 @@ static const char usage_text[] =
 	"  cache flush [NAME] [--partition P]\n"
 	"  cache lookup NAME [--type T] [--partition P]\n"
 	"                              what a client of P is answered from the cache\n"
+	"  cache dump FILE | cache load FILE\n"
+	"                              the daemon writes its cache to FILE, or loads it\n"
 	"  query NAME [--type T] --partition P\n"
 	"                              resolve as a client of P would (for steering)\n"
 	"  reload                      the daemon re-reads config and partitions\n"

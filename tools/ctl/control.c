@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* partdnsctl stats, cache flush, cache lookup, query, reload: requests to the running daemon. */
+/* partdnsctl stats, cache flush, lookup, dump and load, query, reload: requests to the running daemon. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "control/client.h"
 #include "partition/partition.h"
 #include "tools/ctl/ctl.h"
 
-/* Send request; print the body to stdout on OK, the message and body to stderr on ERR. */
-static int run_request(struct ctl *c, const char *what, const char *request)
+/* Send request, waiting at most timeout_ms for each reply byte; print the body to stdout on OK, the message and body to stderr on ERR. */
+static int run_request_wait(struct ctl *c, const char *what, const char *request, int timeout_ms)
 {
 	char *body = NULL, msg[1024];
 	size_t len = 0;
-	int err = control_request(c->conf->server.control, request, CONTROL_TIMEOUT_MS, &body, &len,
-	                          msg, sizeof(msg));
+	int err = control_request(c->conf->server.control, request, timeout_ms, &body, &len, msg, sizeof(msg));
 	if (err == 0) {
 		fwrite(body, 1, len, stdout);
 		free(body);
@@ -31,6 +31,11 @@ static int run_request(struct ctl *c, const char *what, const char *request)
 	ctl_error("%s: %s", what, msg);
 	free(body);
 	return CTL_ERROR;
+}
+
+static int run_request(struct ctl *c, const char *what, const char *request)
+{
+	return run_request_wait(c, what, request, CONTROL_TIMEOUT_MS);
 }
 
 enum { OPT_JSON = 256, OPT_PARTITION, OPT_TYPE, OPT_TOP, OPT_ZONE };
@@ -256,12 +261,50 @@ int ctl_query(struct ctl *c, int argc, char **argv)
 	return name_request(c, argc, argv, "query", "query", true);
 }
 
+/*
+ * cache dump FILE, cache load FILE: a cache snapshot the daemon writes or
+ * reads itself, as its user (FILE made absolute here: the daemon's working
+ * directory is not ours). A big cache takes seconds: waited for longer.
+ */
+static int cache_snap_request(struct ctl *c, const char *verb, int argc, char **argv)
+{
+	char what[32];
+	snprintf(what, sizeof(what), "cache %s", verb);
+	int first;
+	int rc = ctl_getopt(c, argc - 1, argv + 1, "", NULL, NULL, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - 1 - first != 1)
+		return ctl_usage_error("%s: expected one FILE", what);
+	const char *file = argv[1 + first];
+	if (file[0] == '\0' || strpbrk(file, " \t\r\n") != NULL)
+		return ctl_usage_error("%s: FILE must be a path without spaces", what);
+	char abs[CONTROL_MAX_REQUEST - 64];
+	if (file[0] == '/') {
+		snprintf(abs, sizeof(abs), "%s", file);
+	} else {
+		char cwd[2048];
+		if (getcwd(cwd, sizeof(cwd)) == NULL || strpbrk(cwd, " \t\r\n") != NULL) {
+			ctl_error("%s: give FILE as an absolute path", what);
+			return CTL_ERROR;
+		}
+		snprintf(abs, sizeof(abs), "%s/%s", cwd, file);
+	}
+	if ((rc = ctl_load_conf(c)) != CTL_OK)
+		return rc;
+	char req[CONTROL_MAX_REQUEST];
+	snprintf(req, sizeof(req), "cache %s file=%s", verb, abs);
+	return run_request_wait(c, what, req, 600000);
+}
+
 int ctl_cache(struct ctl *c, int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "lookup") == 0)
 		return name_request(c, argc - 1, argv + 1, "cache lookup", "cache lookup", false);
+	if (argc >= 2 && (strcmp(argv[1], "dump") == 0 || strcmp(argv[1], "load") == 0))
+		return cache_snap_request(c, argv[1], argc, argv);
 	if (argc < 2 || strcmp(argv[1], "flush") != 0)
-		return ctl_usage_error("cache: expected flush or lookup");
+		return ctl_usage_error("cache: expected flush, lookup, dump or load");
 	static const struct option longs[] = {
 		{ "partition", required_argument, NULL, OPT_PARTITION },
 		{ NULL, 0, NULL, 0 },
