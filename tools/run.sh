@@ -18,8 +18,8 @@ if [ -z "$CONF" ]; then
   mkdir -p "$RUN/store"
   CONF=run/partdns.yaml
   sed -e "s|^  store: .*|  store: $RUN/store|" -e "s|^  control: .*|  control: $RUN/control.sock|" \
-    conf/partdns.yaml > "$CONF"
-  echo "partdns: conf/partdns.yaml with its store and control socket under $RUN (rm -rf run to start over)"
+    -e "s|^  snapshot: .*|  snapshot: $RUN/cache.snap|" conf/partdns.yaml > "$CONF"
+  echo "partdns: conf/partdns.yaml with its store, control socket and cache snapshot under $RUN (rm -rf run to start over)"
   echo "partdns: partdnsctl uses it with: export PARTDNS_CONF=$CONF"
 fi
 build/resolver/partdns -t -c "$CONF"
