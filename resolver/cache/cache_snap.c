@@ -456,6 +456,33 @@ static const char *entry_read(const uint8_t *b, size_t n, size_t *pos, struct rd
 	return NULL;
 }
 
+/*
+ * Magic, format and version, before anything else: a file of another
+ * partdns is named as such (a checksum or layout it does not share is no
+ * corruption). @return 0, or refused.
+ */
+static int version_check(const uint8_t *b, size_t n, struct cache_snap_result *out)
+{
+	if (n >= 8 && memcmp(b, MAGIC, 8) != 0)
+		return refuse(out, -EINVAL, "not a partdns cache snapshot (%zu bytes)", n);
+	if (n < HDR_FIXED)
+		return refuse(out, -EINVAL, "truncated (%zu bytes)", n);
+	uint32_t format = get32(b + 8);
+	if (format != CACHE_SNAP_FORMAT)
+		return refuse(out, -EPROTO, "format version %u, this partdns reads %u", (unsigned)format, CACHE_SNAP_FORMAT);
+	size_t vlen = get16(b + 40);
+	if (n - HDR_FIXED < vlen)
+		return refuse(out, -EINVAL, "truncated (%zu bytes)", n);
+	char ver[256];
+	snprintf(ver, sizeof(ver), "%.*s", (int)vlen, (const char *)b + HDR_FIXED);
+	for (char *p = ver; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+	if (vlen != strlen(PARTDNS_VERSION) || memcmp(b + HDR_FIXED, PARTDNS_VERSION, vlen) != 0)
+		return refuse(out, -EPROTO, "written by partdns %s, this is %s", ver, PARTDNS_VERSION);
+	return 0;
+}
+
 /* The header: version, plan, partition table (into map). @return its length, or 0 (refused: out says why). */
 static size_t header_read(const struct conf *c, const struct standby *sb, const uint8_t *b, size_t n,
                           struct part_map *map, struct cache_snap_result *out, int *rc)
@@ -465,11 +492,6 @@ static size_t header_read(const struct conf *c, const struct standby *sb, const 
 		*rc = refuse(out, -EINVAL, "not a partdns cache snapshot");
 		return 0;
 	}
-	uint32_t format = get32(b + 8);
-	if (format != CACHE_SNAP_FORMAT) {
-		*rc = refuse(out, -EPROTO, "format version %u, this partdns reads %u", (unsigned)format, CACHE_SNAP_FORMAT);
-		return 0;
-	}
 	size_t hlen = get32(b + 12);
 	size_t vlen = get16(b + 40);
 	if (hlen > n || hlen < HDR_FIXED + vlen + 4) {
@@ -477,12 +499,6 @@ static size_t header_read(const struct conf *c, const struct standby *sb, const 
 		return 0;
 	}
 	out->written = (time_t)get64(b + 16);
-	char ver[256];
-	snprintf(ver, sizeof(ver), "%.*s", (int)vlen, (const char *)b + HDR_FIXED);
-	if (vlen != strlen(PARTDNS_VERSION) || memcmp(b + HDR_FIXED, PARTDNS_VERSION, vlen) != 0) {
-		*rc = refuse(out, -EPROTO, "written by partdns %s, this is %s", ver, PARTDNS_VERSION);
-		return 0;
-	}
 	size_t p = HDR_FIXED + vlen;
 	uint32_t np = get32(b + p);
 	p += 4;
@@ -534,10 +550,11 @@ int cache_snap_load_buf(struct cache *cache, const struct conf *c, const struct 
 	cache_get_stats(cache, &st0);
 	if (len > st0.max_bytes)
 		return refuse(out, -EFBIG, "%zu bytes, larger than cache.max_bytes (%zu)", len, st0.max_bytes);
+	int vc = version_check(buf, len, out);
+	if (vc != 0)
+		return vc;
 	if (len < HDR_FIXED + TRAILER)
 		return refuse(out, -EINVAL, "truncated (%zu bytes)", len);
-	if (memcmp(buf, MAGIC, 8) != 0)
-		return refuse(out, -EINVAL, "not a partdns cache snapshot");
 	size_t body = len - TRAILER;
 	if (memcmp(buf + body, END, 8) != 0)
 		return refuse(out, -EINVAL, "truncated (no trailer at byte %zu)", body);
@@ -575,7 +592,7 @@ int cache_snap_load_buf(struct cache *cache, const struct conf *c, const struct 
 		free(map);
 		return refuse(out, -EINVAL, "corrupt: %llu entries where the trailer says %llu", (unsigned long long)seen, (unsigned long long)count);
 	}
-	uint64_t expired = 0, changed = 0, over = 0, failed = 0;
+	uint64_t expired = 0, changed = 0, over = 0, failed = 0, kept = 0;
 	uint8_t *copy = NULL;
 	size_t copy_cap = 0;
 	for (size_t p = hlen; p < body;) {
@@ -618,16 +635,18 @@ int cache_snap_load_buf(struct cache *cache, const struct conf *c, const struct 
 		expiry = left > UINT32_MAX - mono_now ? UINT32_MAX : mono_now + (uint32_t)left;
 		/* what fits the cache's cap, evicting nothing: a shard that is full takes no more */
 		int ins = cache_insert_aged(cache, copy, e.klen, copy + e.klen, e.vlen, mono_now, stored_at, expiry,
-		                           CACHE_NO_EVICT | ((e.flags & E_NO_STALE) ? CACHE_NO_STALE : 0));
+		                           CACHE_NO_EVICT | CACHE_NO_REPLACE | ((e.flags & E_NO_STALE) ? CACHE_NO_STALE : 0));
 		if (ins == 0)
 			out->entries++;
+		else if (ins == -EEXIST) /* the cache's own answer (partdnsctl cache load into a running cache) */
+			kept++;
 		else if (ins == -ENOSPC || ins == -E2BIG)
 			over++;
 		else
 			failed++;
 	}
 	free(copy);
-	out->refused = expired + changed + over + failed;
+	out->refused = expired + changed + over + failed + kept;
 	size_t o = 0;
 	char *w = out->why;
 	size_t cap = sizeof(out->why);
@@ -640,6 +659,8 @@ int cache_snap_load_buf(struct cache *cache, const struct conf *c, const struct 
 		                      (unsigned long long)over);
 	if (expired && o < cap)
 		o += (size_t)snprintf(w + o, cap - o, "%s%llu expired entries", o ? "; " : "", (unsigned long long)expired);
+	if (kept && o < cap)
+		o += (size_t)snprintf(w + o, cap - o, "%s%llu entries cached already", o ? "; " : "", (unsigned long long)kept);
 	if (failed && o < cap)
 		snprintf(w + o, cap - o, "%s%llu entries the cache did not take", o ? "; " : "", (unsigned long long)failed);
 	free(map);
