@@ -58,7 +58,8 @@ int cache_snap_write(struct cache *cache, const struct conf *c, const struct sta
  * Load the snapshot at path into cache: every entry still valid now (wall
  * clock), its TTLs aged by the time since it was stored; not an entry of a
  * partition whose name or identity differs under c/sb (a plan or standby
- * change), nor past cache's max_bytes. A file that is not a snapshot of
+ * change), nor past cache's max_bytes (nothing is evicted for them), nor
+ * over an entry cache holds already. A file that is not a snapshot of
  * this version of partdns, or truncated, corrupt or larger than
  * max_bytes, loads nothing (file_refused). out->why says why.
  * @return 0 (loaded, maybe trimmed), -ENOENT (no file), or another -errno
