@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Build the libFuzzer targets (clang, ASan+UBSan) and run each on a copy of
-# its corpus. tools/test.sh gives each 5 s as a smoke test; a real campaign
+# its corpus. tools/test.sh gives each 3 s as a smoke test (17 targets); a real campaign
 # is this script on its own, e.g. PARTDNS_FUZZ_SECONDS=600 tools/fuzz.sh.
 # Usage: tools/fuzz.sh [BUILD_DIR] [TARGET_NAME_SUBSTRING]
 # A find (a crash, a leak, a timeout) fails the run with libFuzzer's report

@@ -50,5 +50,5 @@ export LSAN_OPTIONS=suppressions=$SRC/tests/lsan.supp
 (cd build-asan && ctest --output-on-failure -j "$TEST_JOBS" --timeout 1200 -LE lint)
 
 step "fuzz targets (clang, libFuzzer, short runs)"
-PARTDNS_FUZZ_SECONDS=${PARTDNS_FUZZ_SECONDS:-5} tools/fuzz.sh build-fuzz
+PARTDNS_FUZZ_SECONDS=${PARTDNS_FUZZ_SECONDS:-3} tools/fuzz.sh build-fuzz
 echo "all tests passed in $SECONDS s"
