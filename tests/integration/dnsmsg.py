@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DNS messages and PROXY v2 headers built and read by hand (struct), for
-the integration tests' Python clients (dotclient.py, proxyclient.py).
+the integration tests' Python clients (dotclient.py, proxyclient.py, dohclient.py).
 Debian's python3 alone: no dnspython, so that what is sent is exactly what
 the test says."""
 

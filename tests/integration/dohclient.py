@@ -4,54 +4,21 @@
 
 Usage: dohclient.py -s ADDR -p PORT [-b SRC] [--proxy-local] [--xff ADDR] [--path P]
                     [--method GET|POST|PUT] [--ctype T] [--raw-dns B64] [--size N] NAME TYPE
-Prints the HTTP status, then for a 200 with a DNS message: "rcode N", each A/AAAA
+Prints the HTTP status, then for a 200 with a DNS message: "rcode NAME", each A/AAAA
 answer as "A addr", and "max-age N" from Cache-Control. --proxy-local sends a
 PROXY v2 LOCAL header before the TLS handshake (a balancer's own connection).
 """
 import argparse
 import base64
+import os
 import socket
 import ssl
 import struct
 import sys
 
-SIG = b"\r\n\r\n\x00\r\nQUIT\n"
-
-
-def query(name, qtype):
-    q = struct.pack("!HHHHHH", 0, 0x0100, 1, 0, 0, 0)
-    for label in name.rstrip(".").split("."):
-        q += bytes([len(label)]) + label.encode()
-    return q + b"\0" + struct.pack("!HH", qtype, 1)
-
-
-def skip_name(m, i):
-    while True:
-        n = m[i]
-        if n == 0:
-            return i + 1
-        if n & 0xC0 == 0xC0:
-            return i + 2
-        i += n + 1
-
-
-def answers(m):
-    rcode = m[3] & 0xF
-    qd, an = struct.unpack("!HH", m[4:8])
-    i = 12
-    for _ in range(qd):
-        i = skip_name(m, i) + 4
-    out = []
-    for _ in range(an):
-        i = skip_name(m, i)
-        t, _c, _ttl, rdlen = struct.unpack("!HHIH", m[i:i + 10])
-        i += 10
-        if t == 1 and rdlen == 4:
-            out.append("A " + socket.inet_ntop(socket.AF_INET, m[i:i + 4]))
-        elif t == 28 and rdlen == 16:
-            out.append("AAAA " + socket.inet_ntop(socket.AF_INET6, m[i:i + 16]))
-        i += rdlen
-    return rcode, out
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dnsmsg  # noqa: E402  (beside this file)
 
 
 def main():
@@ -67,17 +34,16 @@ def main():
     ap.add_argument("--raw-dns", default=None, help="the dns= parameter as given (GET)")
     ap.add_argument("--size", type=int, default=0, help="POST a body of this many bytes instead")
     ap.add_argument("name")
-    ap.add_argument("type", nargs="?", default="A")
+    ap.add_argument("type", nargs="?", default="A", choices=sorted(dnsmsg.TYPES))
     a = ap.parse_args()
-    qtype = {"A": 1, "AAAA": 28, "TXT": 16, "SVCB": 64}[a.type]
-    msg = query(a.name, qtype)
+    msg = dnsmsg.query(0, a.name, a.type, edns=False)  # ID 0: RFC 8484 4.1, for HTTP caches
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.settimeout(5)
     if a.b:
         sock.bind((a.b, 0))
     sock.connect((a.s, a.p))
     if a.proxy_local:
-        sock.sendall(SIG + bytes([0x20, 0x00]) + struct.pack("!H", 0))
+        sock.sendall(dnsmsg.PROXY_SIG + bytes([0x20, 0x00]) + struct.pack("!H", 0))  # LOCAL, UNSPEC
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -119,10 +85,11 @@ def main():
             break
         rest += chunk
     if status == 200 and hdr.get("content-type") == "application/dns-message":
-        rcode, out = answers(rest[:n])
-        print("rcode %d" % rcode)
-        for o in out:
-            print(o)
+        r = dnsmsg.parse(rest[:n])
+        print("rcode " + r["rcode"])
+        for t, data in r["answers"]:
+            if t in ("A", "AAAA"):
+                print(t + " " + data)
         cc = hdr.get("cache-control", "")
         if cc.startswith("max-age="):
             print("max-age " + cc[len("max-age="):])

@@ -32,13 +32,13 @@ partdns_start "$PD_CONF"
 pdctl domain add video.customer.example >/dev/null
 
 DOH=(/usr/bin/python3 "$IT_LIB_DIR/dohclient.py" -s "$PD_ADDR" -p 443)
+# b64q NAME: the A query for NAME (ID 0, no EDNS) as GET's dns= parameter
 b64q() { /usr/bin/python3 -c '
-import base64, struct, sys
-q = struct.pack("!HHHHHH", 0, 0x0100, 1, 0, 0, 0)
-for l in sys.argv[1].split("."):
-    q += bytes([len(l)]) + l.encode()
-q += b"\0" + struct.pack("!HH", 1, 1)
-print(base64.urlsafe_b64encode(q).decode().rstrip("="))' "$1"; }
+import base64, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+import dnsmsg
+print(base64.urlsafe_b64encode(dnsmsg.query(0, sys.argv[2], "A", edns=False)).decode().rstrip("="))' "$IT_LIB_DIR" "$1"; }
 URL="https://$PD_ADDR/dns-query"
 
 # ------------------------------------------------ HTTP/2: kdig and curl
