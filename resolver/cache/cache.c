@@ -548,12 +548,10 @@ int cache_insert(struct cache *c, const uint8_t *key, size_t klen, const uint8_t
 #define LINK_MOVED 0x100u
 static int cache_link(struct cache *c, struct entry *e, uint32_t now, unsigned opts);
 
-/* The value is head and then body (body may be empty). */
-static int insert_parts(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *head, size_t hlen,
-			const uint8_t *body, size_t blen, uint32_t now, uint32_t ttl, unsigned opts)
+/* An entry for key with the value head then body (body may be empty), stored at stored_at, alive until expiry. */
+static int insert_entry(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *head, size_t hlen,
+			const uint8_t *body, size_t blen, uint32_t now, uint32_t stored_at, uint32_t expiry, unsigned opts)
 {
-	if (ttl == 0)
-		return 0;
 	if (hlen > UINT32_MAX || blen > UINT32_MAX - hlen)
 		return -E2BIG;
 	size_t vlen = hlen + blen;
@@ -568,11 +566,10 @@ static int insert_parts(struct cache *c, const uint8_t *key, size_t klen, const 
 	struct entry *e = malloc(need);
 	if (e == NULL)
 		return -ENOMEM;
-	uint64_t h = hash_bytes(&c->key, key, klen);
 	e->next = NULL;
-	e->hash = h;
-	e->stored_at = now;
-	e->expiry = ttl > UINT32_MAX - now ? UINT32_MAX : now + ttl;
+	e->hash = hash_bytes(&c->key, key, klen);
+	e->stored_at = stored_at;
+	e->expiry = expiry;
 	e->klen = (uint16_t)klen;
 	e->vlen = (uint32_t)vlen;
 	atomic_init(&e->mark, 0);
@@ -586,6 +583,16 @@ static int insert_parts(struct cache *c, const uint8_t *key, size_t klen, const 
 		memcpy(entry_val(e) + hlen, body, blen);
 
 	return cache_link(c, e, now, opts);
+}
+
+/* The value is head and then body (body may be empty). */
+static int insert_parts(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *head, size_t hlen,
+			const uint8_t *body, size_t blen, uint32_t now, uint32_t ttl, unsigned opts)
+{
+	if (ttl == 0)
+		return 0;
+	return insert_entry(c, key, klen, head, hlen, body, blen, now, now,
+			    ttl > UINT32_MAX - now ? UINT32_MAX : now + ttl, opts);
 }
 
 int cache_insert_opt(struct cache *c, const uint8_t *key, size_t klen, const uint8_t *val,
@@ -947,26 +954,5 @@ int cache_insert_aged(struct cache *c, const uint8_t *key, size_t klen, const ui
 {
 	if (!(stored_at <= now && now < expiry))
 		return -EINVAL;
-	if (klen > CACHE_MAX_KEY || vlen > UINT32_MAX)
-		return -E2BIG;
-	size_t need = entry_charge(klen, vlen);
-	if (need > c->shards[0].budget - table_bytes(TABLE_MIN))
-		return -E2BIG;
-	struct entry *e = malloc(need);
-	if (e == NULL)
-		return -ENOMEM;
-	e->next = NULL;
-	e->hash = hash_bytes(&c->key, key, klen);
-	e->stored_at = stored_at;
-	e->expiry = expiry;
-	e->klen = (uint16_t)klen;
-	e->vlen = (uint32_t)vlen;
-	atomic_init(&e->mark, 0);
-	atomic_init(&e->ref, 0);
-	atomic_init(&e->flags, (opts & CACHE_NO_STALE) ? F_NO_STALE : 0);
-	if (klen > 0)
-		memcpy(entry_key(e), key, klen);
-	if (vlen > 0)
-		memcpy(entry_val(e), val, vlen);
-	return cache_link(c, e, now, opts);
+	return insert_entry(c, key, klen, val, vlen, NULL, 0, now, stored_at, expiry, opts);
 }
