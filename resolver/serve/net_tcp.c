@@ -475,16 +475,18 @@ static bool conn_flush(struct net_tcp *t, struct tcp_conn *c)
 	return true;
 }
 
-/* Bytes as they are (an HTTP session's output), queued after what is queued. */
-static void conn_queue_raw(struct tcp_conn *c, const uint8_t *data, size_t len)
+/* prefix (plen bytes) then data, queued after what is queued. */
+static void out_append(struct tcp_conn *c, const uint8_t *prefix, size_t plen, const uint8_t *data, size_t len)
 {
-	struct tcp_out *o = malloc(sizeof(*o) + len);
+	struct tcp_out *o = malloc(sizeof(*o) + plen + len);
 	if (o == NULL)
 		return;
 	o->next = NULL;
 	o->off = 0;
-	o->len = len;
-	memcpy(o->data, data, len);
+	o->len = plen + len;
+	if (plen > 0)
+		memcpy(o->data, prefix, plen);
+	memcpy(o->data + plen, data, len);
 	if (c->out_tail)
 		c->out_tail->next = o;
 	else
@@ -493,23 +495,17 @@ static void conn_queue_raw(struct tcp_conn *c, const uint8_t *data, size_t len)
 	c->out_bytes += o->len;
 }
 
+/* Bytes as they are (an HTTP session's output). */
+static void conn_queue_raw(struct tcp_conn *c, const uint8_t *data, size_t len)
+{
+	out_append(c, NULL, 0, data, len);
+}
+
+/* A DNS message, after its two-byte length. */
 static void conn_queue(struct tcp_conn *c, const uint8_t *msg, size_t len)
 {
-	struct tcp_out *o = malloc(sizeof(*o) + len + 2);
-	if (o == NULL)
-		return;
-	o->next = NULL;
-	o->off = 0;
-	o->len = len + 2;
-	o->data[0] = (uint8_t)(len >> 8);
-	o->data[1] = (uint8_t)len;
-	memcpy(o->data + 2, msg, len);
-	if (c->out_tail)
-		c->out_tail->next = o;
-	else
-		c->out_head = o;
-	c->out_tail = o;
-	c->out_bytes += o->len;
+	uint8_t prefix[2] = { (uint8_t)(len >> 8), (uint8_t)len };
+	out_append(c, prefix, sizeof(prefix), msg, len);
 }
 
 /* Answer the whole messages at the head of in[] until the connection is over its limits. */
